@@ -1,0 +1,27 @@
+/* moefr/moefr.h - moefr's own additions to the CANN API: version and the
+ * kernel path in use. Everything else is reached through the CANN headers. */
+#ifndef MOEFR_MOEFR_H_
+#define MOEFR_MOEFR_H_
+
+#include "acl/acl_base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MOEFR_VERSION_MAJOR 0
+#define MOEFR_VERSION_MINOR 1
+#define MOEFR_VERSION_PATCH 0
+
+/* "major.minor.patch" of the library actually loaded. */
+ACL_FUNC_VISIBILITY const char *moefrVersion(void);
+/* Name of the kernel path in use: "scalar", "avx2", "avx512", ... */
+ACL_FUNC_VISIBILITY const char *moefrIsa(void);
+/* Number of threads phase 2 may use (caller included). */
+ACL_FUNC_VISIBILITY int moefrNumThreads(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MOEFR_MOEFR_H_ */

@@ -1,0 +1,115 @@
+/* internal.h - what the runtime, the operators and the kernels share.
+ * Nothing here is public; the public API is the CANN header set in include/. */
+#ifndef MOEFR_INTERNAL_H_
+#define MOEFR_INTERNAL_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "aclnn/aclnn_base.h"
+
+#define MF_MAX_DIMS 8
+
+#if defined(__GNUC__)
+#define MF_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define MF_LIKELY(x) __builtin_expect(!!(x), 1)
+#define MF_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define MF_PRINTF(a, b)
+#define MF_LIKELY(x) (x)
+#define MF_UNLIKELY(x) (x)
+#endif
+
+/* ---- errors and logging (error.c) ---- */
+enum { MF_LOG_NONE = 0, MF_LOG_ERROR, MF_LOG_WARN, MF_LOG_INFO, MF_LOG_DEBUG };
+/* Replaces this thread's recent error message and logs it at error level. */
+void mf_set_error(const char *fmt, ...) MF_PRINTF(1, 2);
+/* Same, returning status: `return mf_fail(161002, "...", ...);`. */
+int mf_fail(int status, const char *fmt, ...) MF_PRINTF(2, 3);
+void mf_log(int level, const char *fmt, ...) MF_PRINTF(2, 3);
+int mf_log_level(void);
+
+/* ---- checked int64 arithmetic ---- */
+static inline bool mf_mul_ok(int64_t a, int64_t b, int64_t *out) {
+    return !__builtin_mul_overflow(a, b, out);
+}
+static inline bool mf_add_ok(int64_t a, int64_t b, int64_t *out) {
+    return !__builtin_add_overflow(a, b, out);
+}
+
+/* ---- dtypes ---- */
+/* Element size in bytes, or 0 for a dtype moefr does not know. */
+size_t mf_dtype_size(int dtype);
+const char *mf_dtype_name(int dtype);
+bool mf_format_known(int format);
+const char *mf_format_name(int format);
+
+/* ---- tensors (tensor.c) ---- */
+struct aclTensor {
+    aclDataType dtype;
+    aclFormat format;
+    int32_t ndim;
+    int64_t dims[MF_MAX_DIMS];
+    int64_t strides[MF_MAX_DIMS]; /* in elements */
+    int64_t offset;               /* in elements */
+    int64_t numel;                /* product of dims */
+    int64_t storage_numel;        /* product of storageDims */
+    void *data;
+};
+/* True when t is a tensor aclCreateTensor returned and nobody destroyed. */
+bool mf_tensor_live(const aclTensor *t);
+/* Row-major contiguous, ignoring strides of size-1 dims; empty counts as contiguous. */
+bool mf_tensor_contiguous(const aclTensor *t);
+/* Address of the element at flat view position 0 (index all zeros). */
+static inline char *mf_tensor_base(const aclTensor *t) {
+    return (char *)t->data + t->offset * (int64_t)mf_dtype_size(t->dtype);
+}
+/* "(2, 3, 4)" into buf. */
+const char *mf_shape_str(const aclTensor *t, char *buf, size_t n);
+
+/* ---- pointer registry (registry.c): a mutex-guarded hash set ---- */
+typedef struct mf_registry mf_registry;
+extern mf_registry mf_tensors, mf_executors, mf_streams, mf_allocs;
+bool mf_registry_add(mf_registry *r, const void *p);    /* false on OOM */
+bool mf_registry_remove(mf_registry *r, const void *p); /* false if absent */
+bool mf_registry_has(mf_registry *r, const void *p);
+
+/* ---- executors (executor.c) ---- */
+typedef enum { MF_OP_GRAD = 1, MF_OP_FORWARD = 2 } mf_op_kind;
+typedef aclnnStatus (*mf_run_fn)(const void *plan, void *workspace);
+struct aclOpExecutor {
+    mf_op_kind kind;
+    bool repeatable;
+    uint64_t workspace_size;
+    mf_run_fn run;
+    /* plan bytes follow, 64-byte aligned */
+};
+static inline void *mf_executor_plan(aclOpExecutor *e) { return (char *)e + 64; }
+/* Allocates a zeroed executor with plan_size bytes of plan; NULL on OOM (message set). */
+aclOpExecutor *mf_executor_new(mf_op_kind kind, size_t plan_size, mf_run_fn run);
+/* Makes e visible to phase 2 (registers it); on failure frees it. */
+aclnnStatus mf_executor_publish(aclOpExecutor *e, aclOpExecutor **out);
+/* Phase 2 common path: checks executor, workspace and stream, runs, releases a
+ * single-use executor whatever the outcome. op_name is for messages. */
+aclnnStatus mf_executor_execute(aclOpExecutor *e, mf_op_kind kind, const char *op_name,
+                                void *workspace, uint64_t workspace_size, aclrtStream stream);
+/* Workspace size needed to carve `bytes` of 64-byte-aligned scratch from any pointer. */
+static inline uint64_t mf_workspace_with_slack(uint64_t bytes) { return bytes ? bytes + 64 : 0; }
+static inline void *mf_align64(void *p) {
+    return (void *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
+}
+
+/* ---- environment (env.c) ---- */
+/* MOEFR_SOC=ascend910b: A2/A3 dtype rules (scales must share gradY's dtype). */
+bool mf_soc_strict(void);
+
+/* ---- parallel loops (pool.c) ---- */
+/* Calls fn(ctx, begin, end) over disjoint chunks covering [0, n), on the
+ * calling thread plus the pool's workers; returns when all chunks are done.
+ * Below `serial_below` work units the call stays on the calling thread. */
+typedef void (*mf_range_fn)(void *ctx, int64_t begin, int64_t end);
+void mf_parallel_for(int64_t n, mf_range_fn fn, void *ctx, int64_t serial_below);
+int mf_num_threads(void);
+
+#endif /* MOEFR_INTERNAL_H_ */

@@ -1,0 +1,80 @@
+/* fp.h - scalar conversions between fp16/bf16/fp32/fp64, all round-to-nearest-
+ * even with subnormals, infinities and NaN handled. The SIMD kernels must agree
+ * with these bit for bit; the tests hold them to an independent reference. */
+#ifndef MOEFR_KERNELS_FP_H_
+#define MOEFR_KERNELS_FP_H_
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline uint32_t mf_f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline float mf_bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+static inline float mf_bf16_to_f32(uint16_t h) { return mf_bits_f32((uint32_t)h << 16); }
+
+static inline uint16_t mf_f32_to_bf16(float f) {
+    uint32_t u = mf_f32_bits(f);
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
+    u += 0x7FFFu + ((u >> 16) & 1u); /* bf16 subnormals align with fp32's: this is exact RNE */
+    return (uint16_t)(u >> 16);
+}
+
+static inline float mf_f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1Fu, man = h & 0x3FFu;
+    if (exp == 0x1F) return mf_bits_f32(sign | 0x7F800000u | (man << 13)); /* inf, NaN */
+    if (exp == 0) {                                                      /* zero, subnormal */
+        float v = (float)man * 0x1p-24f;                                 /* exact */
+        return sign ? -v : v;
+    }
+    return mf_bits_f32(sign | ((exp + 112) << 23) | (man << 13));
+}
+
+static inline uint16_t mf_f32_to_f16(float f) {
+    uint32_t u = mf_f32_bits(f);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    uint32_t a = u & 0x7FFFFFFFu;
+    if (a > 0x7F800000u) return (uint16_t)(sign | 0x7E00u | ((a >> 13) & 0x3FFu)); /* NaN stays NaN */
+    if (a >= 0x477FF000u) return (uint16_t)(sign | 0x7C00u); /* >= 65520 rounds to inf */
+    if (a < 0x38800000u) {                                    /* below 2^-14: fp16 subnormal or 0 */
+        /* value / 2^-24, rounded to nearest even, is the subnormal mantissa. The
+         * float product is exact (power-of-two scale) and rintf rounds RNE. */
+        float m = rintf(mf_bits_f32(a) * 0x1p24f);
+        return (uint16_t)(sign | (uint16_t)m);
+    }
+    /* normal: rebias the exponent, round the 13 dropped bits to nearest even */
+    uint32_t r = a - 0x38000000u; /* exponent - 112 */
+    r += 0x0FFFu + ((r >> 13) & 1u);
+    return (uint16_t)(sign | (r >> 13));
+}
+
+/* Round a double once, to nearest even, to a binary format with `frac` stored
+ * fraction bits, minimum normal exponent `emin` and largest finite `maxf`.
+ * Scaling by a power of two is exact, so rint() makes the only rounding. */
+static inline double mf_round_f64_to_format(double v, int frac, int emin, double maxf) {
+    if (v != v || v == 0 || isinf(v)) return v;
+    int e;
+    frexp(v, &e); /* |v| in [2^(e-1), 2^e) */
+    int ue = e - 1 < emin ? emin : e - 1;
+    double q = rint(ldexp(v, frac - ue));
+    double r = ldexp(q, ue - frac);
+    if (fabs(r) > maxf) return v < 0 ? -INFINITY : INFINITY;
+    return r;
+}
+
+static inline float mf_f64_to_f32(double v) { return (float)v; }
+
+static inline uint16_t mf_f64_to_bf16(double v) {
+    if (v != v) return 0x7FC0u;
+    double r = mf_round_f64_to_format(v, 7, -126, 0x1.FEp127);
+    return (uint16_t)(mf_f32_bits((float)r) >> 16); /* r is exactly representable */
+}
+
+static inline uint16_t mf_f64_to_f16(double v) {
+    if (v != v) return 0x7E00u;
+    double r = mf_round_f64_to_format(v, 10, -14, 65504.0);
+    return mf_f32_to_f16((float)r); /* exact: r is representable in fp16 */
+}
+
+#endif /* MOEFR_KERNELS_FP_H_ */

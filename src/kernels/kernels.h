@@ -1,0 +1,33 @@
+/* kernels.h - the micro-kernel table. Each ISA fills one table; the operators
+ * call only through it. Every kernel is bit-exact with the scalar reference:
+ * the same IEEE operations in the same order (see SPEC section 4, numerics). */
+#ifndef MOEFR_KERNELS_KERNELS_H_
+#define MOEFR_KERNELS_KERNELS_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Data dtypes the operators compute on, as table indices. */
+typedef enum { MF_F32 = 0, MF_F16 = 1, MF_BF16 = 2, MF_NUM_DT = 3 } mf_dt;
+
+typedef struct mf_ukernels {
+    const char *isa;
+    /* out[j] = round_to_dt(g[j] * s), the product formed in fp32. */
+    void (*scale[MF_NUM_DT])(const void *g, float s, void *out, size_t n);
+    /* acc[j % 8] += (x[j] + b[j]) * g[j] in fp64, j = 0..n-1 in increasing
+     * order; x or b may be NULL (that term is absent, not zero-added). Callers
+     * that split a row pass pieces starting at multiples of 8. */
+    void (*dot[MF_NUM_DT])(const void *x, const void *b, const void *g, size_t n, double acc[8]);
+} mf_ukernels;
+
+extern const mf_ukernels mf_ukernels_scalar;
+
+/* The canonical reduction of 8 lane sums. */
+static inline double mf_reduce8(const double p[8]) {
+    return ((p[0] + p[4]) + (p[2] + p[6])) + ((p[1] + p[5]) + (p[3] + p[7]));
+}
+
+/* Kernel table in use: chosen once from CPUID/XGETBV and MOEFR_ISA. */
+const mf_ukernels *mf_kernels(void);
+
+#endif /* MOEFR_KERNELS_KERNELS_H_ */

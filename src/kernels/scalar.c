@@ -1,0 +1,46 @@
+/* scalar.c - the reference kernels: plain C, always compiled, always tested.
+ * Every SIMD path must match these bit for bit. */
+#include "kernels/fp.h"
+#include "kernels/kernels.h"
+
+static inline double ld_f32(const void *p, size_t j) { return ((const float *)p)[j]; }
+static inline double ld_f16(const void *p, size_t j) { return mf_f16_to_f32(((const uint16_t *)p)[j]); }
+static inline double ld_bf16(const void *p, size_t j) { return mf_bf16_to_f32(((const uint16_t *)p)[j]); }
+
+static void scale_f32(const void *g, float s, void *out, size_t n) {
+    const float *gp = g;
+    float *o = out;
+    for (size_t j = 0; j < n; j++) o[j] = gp[j] * s;
+}
+
+static void scale_f16(const void *g, float s, void *out, size_t n) {
+    const uint16_t *gp = g;
+    uint16_t *o = out;
+    for (size_t j = 0; j < n; j++) o[j] = mf_f32_to_f16(mf_f16_to_f32(gp[j]) * s);
+}
+
+static void scale_bf16(const void *g, float s, void *out, size_t n) {
+    const uint16_t *gp = g;
+    uint16_t *o = out;
+    for (size_t j = 0; j < n; j++) o[j] = mf_f32_to_bf16(mf_bf16_to_f32(gp[j]) * s);
+}
+
+/* One body per dtype: the loads differ, the arithmetic is shared. */
+#define MF_DOT(NAME, LD)                                                                   \
+    static void NAME(const void *x, const void *b, const void *g, size_t n, double acc[8]) { \
+        for (size_t j = 0; j < n; j++) {                                                   \
+            double t;                                                                      \
+            if (x && b) t = LD(x, j) + LD(b, j);                                           \
+            else t = x ? LD(x, j) : LD(b, j);                                              \
+            acc[j & 7] += t * LD(g, j);                                                    \
+        }                                                                                  \
+    }
+MF_DOT(dot_f32, ld_f32)
+MF_DOT(dot_f16, ld_f16)
+MF_DOT(dot_bf16, ld_bf16)
+
+const mf_ukernels mf_ukernels_scalar = {
+    "scalar",
+    {scale_f32, scale_f16, scale_bf16},
+    {dot_f32, dot_f16, dot_bf16},
+};

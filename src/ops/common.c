@@ -1,0 +1,181 @@
+/* common.c - shared plan/run helpers for the finalize-routing operators. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ops/common.h"
+
+mf_rows mf_rows_of(const aclTensor *t) {
+    int64_t es = (int64_t)mf_dtype_size(t->dtype);
+    mf_rows v;
+    v.data = mf_tensor_base(t);
+    v.s_col = t->strides[t->ndim - 1] * es;
+    if (t->ndim == 3) {
+        v.rows = t->dims[0] * t->dims[1];
+        v.group = t->dims[1];
+        v.s_group = t->strides[0] * es;
+        v.s_row = t->strides[1] * es;
+        if (t->dims[0] <= 1 || v.s_group == v.group * v.s_row) v.group = INT64_MAX;
+    } else {
+        v.rows = t->dims[0];
+        v.group = INT64_MAX;
+        v.s_group = 0;
+        v.s_row = t->strides[0] * es;
+    }
+    return v;
+}
+
+mf_rows mf_rows_pack(const mf_rows *src, int64_t H, size_t es, void *dst) {
+    char *o = dst;
+    for (int64_t d = 0; d < src->rows; d++) {
+        const char *row = mf_row(src, d);
+        for (int64_t j = 0; j < H; j++) memcpy(o + (d * H + j) * (int64_t)es, row + j * src->s_col, es);
+    }
+    mf_rows v = {o, src->rows, INT64_MAX, 0, H * (int64_t)es, (int64_t)es};
+    return v;
+}
+
+mf_small mf_small_of(const aclTensor *t) {
+    int64_t es = (int64_t)mf_dtype_size(t->dtype);
+    mf_small v = {mf_tensor_base(t), 0, 0, t->dtype};
+    if (t->ndim >= 1) v.s0 = t->strides[0] * es;
+    if (t->ndim >= 2) v.s1 = t->strides[1] * es;
+    return v;
+}
+
+float mf_small_f32(const mf_small *v, int64_t i, int64_t k) {
+    const char *p = v->data + i * v->s0 + k * v->s1;
+    uint16_t h;
+    float f;
+    switch (v->dtype) {
+    case ACL_FLOAT: memcpy(&f, p, 4); return f;
+    case ACL_FLOAT16: memcpy(&h, p, 2); return mf_f16_to_f32(h);
+    default: memcpy(&h, p, 2); return mf_bf16_to_f32(h);
+    }
+}
+
+mf_dt mf_dt_of(int dtype) {
+    switch (dtype) {
+    case ACL_FLOAT: return MF_F32;
+    case ACL_FLOAT16: return MF_F16;
+    case ACL_BF16: return MF_BF16;
+    default: return MF_NUM_DT;
+    }
+}
+
+void mf_store_f64(void *p, int dtype, double v) {
+    uint16_t h;
+    float f;
+    switch (dtype) {
+    case ACL_FLOAT: f = mf_f64_to_f32(v); memcpy(p, &f, 4); break;
+    case ACL_FLOAT16: h = mf_f64_to_f16(v); memcpy(p, &h, 2); break;
+    default: h = mf_f64_to_bf16(v); memcpy(p, &h, 2); break;
+    }
+}
+
+aclnnStatus mf_check_live(const char *op, const char *name, const aclTensor *t) {
+    if (t != NULL && !mf_tensor_live(t))
+        return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s (%p) is not a live aclTensor", op, name,
+                       (const void *)t);
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus mf_check_data(const char *op, const char *name, const aclTensor *t) {
+    if (t != NULL && t->numel > 0 && t->data == NULL)
+        return mf_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: %s has %lld elements but its data is NULL", op, name,
+                       (long long)t->numel);
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus mf_check_float_dtype(const char *op, const char *name, const aclTensor *t) {
+    if (t != NULL && mf_dt_of(t->dtype) == MF_NUM_DT)
+        return mf_fail(ACLNN_ERR_PARAM_INVALID,
+                       "%s: %s dtype must be FLOAT16, BFLOAT16 or FLOAT, got %s", op, name,
+                       mf_dtype_name(t->dtype));
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus mf_check_same_dtype(const char *op, const char *name, const aclTensor *t,
+                                const char *ref_name, const aclTensor *ref) {
+    if (t != NULL && t->dtype != ref->dtype)
+        return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype must equal %s dtype %s, got %s", op, name,
+                       ref_name, mf_dtype_name(ref->dtype), mf_dtype_name(t->dtype));
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus mf_check_dtype_is(const char *op, const char *name, const aclTensor *t, int dtype) {
+    if (t != NULL && (int)t->dtype != dtype)
+        return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype must be %s, got %s", op, name,
+                       mf_dtype_name(dtype), mf_dtype_name(t->dtype));
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus mf_check_nd(const char *op, const char *name, const aclTensor *t) {
+    if (t != NULL && t->format != ACL_FORMAT_ND)
+        return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s format must be ND, got %s (%d)", op, name,
+                       mf_format_name(t->format), (int)t->format);
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus mf_check_contiguous(const char *op, const char *name, const aclTensor *t) {
+    if (t != NULL && !mf_tensor_contiguous(t))
+        return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s must be contiguous (an output)", op, name);
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus mf_check_rank(const char *op, int status, const char *name, const aclTensor *t, int rank) {
+    char buf[160];
+    if (t != NULL && t->ndim != rank)
+        return mf_fail(status, "%s: %s must be %d-D, got %d-D %s", op, name, rank, (int)t->ndim,
+                       mf_shape_str(t, buf, sizeof buf));
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus mf_check_dim(const char *op, int status, const char *name, const aclTensor *t, int dim,
+                         int64_t want) {
+    if (t != NULL && t->dims[dim] != want)
+        return mf_fail(status, "%s: %s dim%d must be %lld, got %lld", op, name, dim, (long long)want,
+                       (long long)t->dims[dim]);
+    return ACLNN_SUCCESS;
+}
+
+static void report_pos(char *buf, size_t n, const char *name, int64_t i, int64_t cols) {
+    if (cols > 0)
+        snprintf(buf, n, "%s[%lld][%lld]", name, (long long)(i / cols), (long long)(i % cols));
+    else
+        snprintf(buf, n, "%s[%lld]", name, (long long)i);
+}
+
+aclnnStatus mf_check_index(const char *op, const char *name, const mf_small *idx, int64_t n,
+                           int64_t cols_for_2d, int64_t lo, int64_t hi, uint64_t *seen) {
+    memset(seen, 0, mf_bitmap_bytes(hi));
+    char pos[96];
+    for (int64_t i = 0; i < n; i++) {
+        int64_t r = cols_for_2d > 0 ? i / cols_for_2d : i, c = cols_for_2d > 0 ? i % cols_for_2d : 0;
+        int32_t d = mf_small_i32(idx, r, c);
+        if (d < lo || d >= hi) {
+            report_pos(pos, sizeof pos, name, i, cols_for_2d);
+            return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s = %d is out of range [%lld, %lld)", op, pos,
+                           (int)d, (long long)lo, (long long)hi);
+        }
+        if (d < 0) continue;
+        uint64_t bit = 1ull << (d & 63);
+        if (seen[d >> 6] & bit) {
+            report_pos(pos, sizeof pos, name, i, cols_for_2d);
+            return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s = %d repeats an earlier index", op, pos, (int)d);
+        }
+        seen[d >> 6] |= bit;
+    }
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus mf_check_range_2d(const char *op, const char *name, const mf_small *v, int64_t rows,
+                              int64_t cols, int64_t hi) {
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) {
+            int32_t e = mf_small_i32(v, r, c);
+            if (e < 0 || e >= hi)
+                return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s[%lld][%lld] = %d is out of range [0, %lld)",
+                               op, name, (long long)r, (long long)c, (int)e, (long long)hi);
+        }
+    return ACLNN_SUCCESS;
+}

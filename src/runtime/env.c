@@ -1,0 +1,28 @@
+/* env.c - environment switches read once per process, and the version. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "moefr/moefr.h"
+
+static bool g_strict;
+static pthread_once_t g_soc_once = PTHREAD_ONCE_INIT;
+
+static void soc_init(void) {
+    const char *v = getenv("MOEFR_SOC");
+    g_strict = v != NULL && strcmp(v, "ascend910b") == 0;
+}
+
+bool mf_soc_strict(void) {
+    pthread_once(&g_soc_once, soc_init);
+    return g_strict;
+}
+
+#define MF_STR2(x) #x
+#define MF_STR(x) MF_STR2(x)
+const char *moefrVersion(void) {
+    return MF_STR(MOEFR_VERSION_MAJOR) "." MF_STR(MOEFR_VERSION_MINOR) "." MF_STR(MOEFR_VERSION_PATCH);
+}
+
+int moefrNumThreads(void) { return mf_num_threads(); }

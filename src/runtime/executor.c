@@ -1,0 +1,84 @@
+/* executor.c - executor lifetime. Phase 1 creates and registers an executor;
+ * phase 2 claims it from the registry (so a spent, destroyed or foreign
+ * pointer is a status, never a crash), runs it, and frees it unless repeatable. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+aclOpExecutor *mf_executor_new(mf_op_kind kind, size_t plan_size, mf_run_fn run) {
+    _Static_assert(sizeof(aclOpExecutor) <= 64, "plan offset");
+    aclOpExecutor *e = NULL;
+    if (posix_memalign((void **)&e, 64, 64 + plan_size) != 0) {
+        mf_set_error("out of memory creating an executor");
+        return NULL;
+    }
+    memset(e, 0, 64 + plan_size);
+    e->kind = kind;
+    e->run = run;
+    return e;
+}
+
+aclnnStatus mf_executor_publish(aclOpExecutor *e, aclOpExecutor **out) {
+    if (!mf_registry_add(&mf_executors, e)) {
+        free(e);
+        return mf_fail(ACLNN_ERR_INNER_CREATE_EXECUTOR, "out of memory registering an executor");
+    }
+    *out = e;
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor) {
+    if (executor == NULL)
+        return mf_fail(ACLNN_ERR_PARAM_NULLPTR, "aclSetAclOpExecutorRepeatable: executor is NULL");
+    if (!mf_registry_has(&mf_executors, executor))
+        return mf_fail(ACLNN_ERR_PARAM_INVALID,
+                       "aclSetAclOpExecutorRepeatable: %p is not a live executor (spent or destroyed)",
+                       (void *)executor);
+    executor->repeatable = true;
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor) {
+    if (executor == NULL)
+        return mf_fail(ACLNN_ERR_PARAM_NULLPTR, "aclDestroyAclOpExecutor: executor is NULL");
+    if (!mf_registry_remove(&mf_executors, executor))
+        return mf_fail(ACLNN_ERR_PARAM_INVALID,
+                       "aclDestroyAclOpExecutor: %p is not a live executor (spent or destroyed)",
+                       (void *)executor);
+    free(executor);
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus mf_executor_execute(aclOpExecutor *e, mf_op_kind kind, const char *op_name,
+                                void *workspace, uint64_t workspace_size, aclrtStream stream) {
+    if (e == NULL) return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: executor is NULL", op_name);
+    /* A single-use executor is claimed (removed) here, so a concurrent or later
+     * second run finds it gone. A repeatable one stays registered. */
+    bool claimed = false;
+    if (!mf_registry_has(&mf_executors, e))
+        return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: executor %p is not live (spent or destroyed)",
+                       op_name, (void *)e);
+    if (!e->repeatable) {
+        if (!mf_registry_remove(&mf_executors, e))
+            return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: executor %p is not live (spent or destroyed)",
+                           op_name, (void *)e);
+        claimed = true;
+    }
+    aclnnStatus rc;
+    if (e->kind != kind)
+        rc = mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: executor %p was planned for another operator",
+                     op_name, (void *)e);
+    else if (workspace_size < e->workspace_size)
+        rc = mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: workspaceSize must be at least %llu, got %llu",
+                     op_name, (unsigned long long)e->workspace_size, (unsigned long long)workspace_size);
+    else if (workspace == NULL && e->workspace_size > 0)
+        rc = mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: workspace is NULL but %llu bytes are needed", op_name,
+                     (unsigned long long)e->workspace_size);
+    else if (stream != NULL && !mf_registry_has(&mf_streams, stream))
+        rc = mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: stream %p is not a live stream", op_name, stream);
+    else
+        rc = e->run(mf_executor_plan(e), workspace);
+    if (claimed) free(e);
+    return rc;
+}

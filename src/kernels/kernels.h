@@ -18,16 +18,36 @@ typedef struct mf_ukernels {
      * order; x or b may be NULL (that term is absent, not zero-added). Callers
      * that split a row pass pieces starting at multiples of 8. */
     void (*dot[MF_NUM_DT])(const void *x, const void *b, const void *g, size_t n, double acc[8]);
+    /* Both of the above over one tile of g, which is loaded once: out (when not
+     * NULL) as scale, acc as dot (when x or b is not NULL). nt allows streaming
+     * stores to out; a caller that sets it calls fence() before it publishes
+     * the results. Same bits as scale then dot. */
+    void (*scale_dot[MF_NUM_DT])(const void *g, float s, void *out, const void *x, const void *b, size_t n,
+                                 double acc[8], int nt);
+    /* memcpy, with streaming stores when nt (then fence() before publishing). */
+    void (*copy)(void *dst, const void *src, size_t bytes, int nt);
+    /* Orders earlier streaming stores before later stores (sfence on x86). */
+    void (*fence)(void);
 } mf_ukernels;
 
 extern const mf_ukernels mf_ukernels_scalar;
+/* SIMD tables, defined only when the build has them (x86-64). Use one only
+ * when mf_cpu_features() says the CPU and OS support it. */
+extern const mf_ukernels mf_ukernels_avx2;
+extern const mf_ukernels mf_ukernels_avx512;     /* F/BW/VL, integer bf16 rounding */
+extern const mf_ukernels mf_ukernels_avx512bf16; /* same, plus VCVTNEPS2BF16 */
 
 /* The canonical reduction of 8 lane sums. */
 static inline double mf_reduce8(const double p[8]) {
     return ((p[0] + p[4]) + (p[2] + p[6])) + ((p[1] + p[5]) + (p[3] + p[7]));
 }
 
-/* Kernel table in use: chosen once from CPUID/XGETBV and MOEFR_ISA. */
+/* Kernel table in use: chosen once from CPUID/XGETBV and MOEFR_ISA. Never
+ * NULL; when MOEFR_ISA forces a path the CPU lacks this is the scalar table
+ * but mf_isa_check() fails, and operators must call that first. */
 const mf_ukernels *mf_kernels(void);
+/* ACLNN_SUCCESS (0), or ACLNN_ERR_RUNTIME_ERROR with the message set when
+ * MOEFR_ISA asked for a path this CPU or OS cannot run (or an unknown one). */
+int mf_isa_check(const char *op);
 
 #endif /* MOEFR_KERNELS_KERNELS_H_ */

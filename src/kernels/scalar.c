@@ -3,6 +3,8 @@
 #include "kernels/fp.h"
 #include "kernels/kernels.h"
 
+#include <string.h>
+
 static inline double ld_f32(const void *p, size_t j) { return ((const float *)p)[j]; }
 static inline double ld_f16(const void *p, size_t j) { return mf_f16_to_f32(((const uint16_t *)p)[j]); }
 static inline double ld_bf16(const void *p, size_t j) { return mf_bf16_to_f32(((const uint16_t *)p)[j]); }
@@ -39,8 +41,30 @@ MF_DOT(dot_f32, ld_f32)
 MF_DOT(dot_f16, ld_f16)
 MF_DOT(dot_bf16, ld_bf16)
 
+/* The fused kernel is, by definition, scale then dot. */
+#define MF_SCALE_DOT(NAME, SCALE, DOT)                                                       \
+    static void NAME(const void *g, float s, void *out, const void *x, const void *b, size_t n, \
+                     double acc[8], int nt) {                                                \
+        (void)nt;                                                                            \
+        if (out) SCALE(g, s, out, n);                                                        \
+        if (x || b) DOT(x, b, g, n, acc);                                                    \
+    }
+MF_SCALE_DOT(scale_dot_f32, scale_f32, dot_f32)
+MF_SCALE_DOT(scale_dot_f16, scale_f16, dot_f16)
+MF_SCALE_DOT(scale_dot_bf16, scale_bf16, dot_bf16)
+
+static void copy_plain(void *dst, const void *src, size_t bytes, int nt) {
+    (void)nt;
+    if (bytes) memcpy(dst, src, bytes);
+}
+
+static void fence_none(void) {}
+
 const mf_ukernels mf_ukernels_scalar = {
     "scalar",
     {scale_f32, scale_f16, scale_bf16},
     {dot_f32, dot_f16, dot_bf16},
+    {scale_dot_f32, scale_dot_f16, scale_dot_bf16},
+    copy_plain,
+    fence_none,
 };

@@ -1,43 +1,106 @@
 /* run.c - phase 2 of aclnnMoeFinalizeRoutingV2Grad: validate the index and
  * expert values, then (only if all are valid) pack strided inputs, zero the
- * drop-pad rows nobody writes, and compute token by token. */
+ * drop-pad rows nobody writes, and compute token by token in one pass. */
+#include <stdatomic.h>
+#include <unistd.h>
+
 #include "ops/grad/grad.h"
 
 static const char OP[] = "aclnnMoeFinalizeRoutingV2Grad";
+
+/* A tile of gradY stays in L1 while the K slots of its token stream past it. */
+#define MF_TILE_BYTES 8192
+/* K slots handled per sweep over a token's H tiles (more are done in groups). */
+#define MF_KMAX 32
+/* Below this many bytes moved, waking workers costs more than it saves. */
+#define MF_SERIAL_BYTES (256 * 1024)
+/* Rows at most this wide get their gathered expandedX rows prefetched. */
+#define MF_PREFETCH_ROW_BYTES 2048
+#define MF_PREFETCH_TOKENS 2
 
 typedef struct grad_ctx {
     const grad_plan *p;
     const mf_ukernels *uk;
     mf_rows gy, x, bias;
     const uint64_t *seen;
+    int nt;       /* streaming stores for gradExpandedX */
+    int prefetch; /* software prefetch of the gathered rows */
+    int64_t tile; /* elements per H tile, a multiple of 32 */
 } grad_ctx;
+
+static inline bool kept_row(const grad_plan *p, int32_t d) { return d >= 0 && d < p->D0; }
+
+static void prefetch_token(const grad_ctx *c, int64_t r) {
+    const grad_plan *p = c->p;
+    const int64_t row_bytes = p->H * (int64_t)p->es;
+    for (int64_t k = 0; k < p->K; k++) {
+        int32_t d = mf_small_i32(&p->idx, r * p->K + k, 0);
+        if (!kept_row(p, d)) continue;
+        if (p->has_scales) {
+            const char *xr = mf_row(&c->x, d);
+            for (int64_t o = 0; o < row_bytes; o += 64) __builtin_prefetch(xr + o, 0, 3);
+        }
+        if (!c->nt) {
+            const char *gr = p->gx + d * row_bytes;
+            for (int64_t o = 0; o < row_bytes; o += 64) __builtin_prefetch(gr + o, 1, 3);
+        }
+    }
+}
+
+/* gradScales entries [r*K + k0, r*K + k1) and their gradExpandedX rows: each
+ * gradY tile is read once and reused by every slot of the group. */
+static void token_slots(const grad_ctx *c, int64_t r, const char *g, int64_t k0, int64_t k1) {
+    const grad_plan *p = c->p;
+    const int64_t H = p->H, es = (int64_t)p->es, row_bytes = H * es;
+    void (*sd)(const void *, float, void *, const void *, const void *, size_t, double *, int) =
+        c->uk->scale_dot[p->dt];
+    char *out[MF_KMAX];
+    const char *xr[MF_KMAX], *br[MF_KMAX];
+    float s[MF_KMAX];
+    double acc[MF_KMAX][8];
+    const int64_t nk = k1 - k0;
+    for (int64_t q = 0; q < nk; q++) {
+        int64_t i = r * p->K + k0 + q;
+        int32_t d = mf_small_i32(&p->idx, i, 0);
+        bool kept = kept_row(p, d);
+        out[q] = kept ? p->gx + d * row_bytes : NULL;
+        xr[q] = kept ? mf_row(&c->x, d) : NULL;
+        br[q] = p->has_bias ? mf_row(&c->bias, mf_small_i32(&p->eidx, r, k0 + q)) : NULL;
+        s[q] = mf_small_f32(&p->scales, r, k0 + q);
+        memset(acc[q], 0, sizeof acc[q]);
+    }
+    for (int64_t j0 = 0; j0 < H; j0 += c->tile) {
+        const int64_t n = H - j0 < c->tile ? H - j0 : c->tile, off = j0 * es;
+        for (int64_t q = 0; q < nk; q++)
+            if (out[q] || br[q])
+                sd(g + off, s[q], out[q] ? out[q] + off : NULL, xr[q] ? xr[q] + off : NULL,
+                   br[q] ? br[q] + off : NULL, (size_t)n, acc[q], c->nt);
+    }
+    const int64_t gs_es = (int64_t)mf_dtype_size(p->gs_dtype);
+    for (int64_t q = 0; q < nk; q++)
+        mf_store_f64(p->gs + (r * p->K + k0 + q) * gs_es, p->gs_dtype, mf_reduce8(acc[q]));
+}
 
 /* gradExpandedX rows and gradScales entries of tokens [r0, r1). */
 static void grad_tokens(void *vctx, int64_t r0, int64_t r1) {
     const grad_ctx *c = vctx;
     const grad_plan *p = c->p;
-    const int64_t K = p->K, H = p->H;
-    const size_t row_bytes = (size_t)H * p->es;
-    void (*scale)(const void *, float, void *, size_t) = c->uk->scale[p->dt];
-    void (*dot)(const void *, const void *, const void *, size_t, double *) = c->uk->dot[p->dt];
+    const int64_t K = p->K, row_bytes = p->H * (int64_t)p->es;
+    if (c->prefetch)
+        for (int64_t r = r0; r < r0 + MF_PREFETCH_TOKENS && r < r1; r++) prefetch_token(c, r);
     for (int64_t r = r0; r < r1; r++) {
+        if (c->prefetch && r + MF_PREFETCH_TOKENS < r1) prefetch_token(c, r + MF_PREFETCH_TOKENS);
         const char *g = mf_row(&c->gy, r);
-        for (int64_t k = 0; k < K; k++) {
-            int64_t i = r * K + k;
-            int32_t d = mf_small_i32(&p->idx, i, 0);
-            bool kept = d >= 0 && d < p->D0;
-            if (!p->has_scales) { /* case 1: copy; gradScales is not written */
-                if (kept) memcpy(p->gx + d * (int64_t)row_bytes, g, row_bytes);
-                continue;
+        if (!p->has_scales) { /* case 1: copy; gradScales is not written */
+            for (int64_t k = 0; k < K; k++) {
+                int32_t d = mf_small_i32(&p->idx, r * K + k, 0);
+                if (kept_row(p, d)) c->uk->copy(p->gx + d * row_bytes, g, (size_t)row_bytes, c->nt);
             }
-            if (kept) scale(g, mf_small_f32(&p->scales, r, k), p->gx + d * (int64_t)row_bytes, (size_t)H);
-            const char *xr = kept ? mf_row(&c->x, d) : NULL;
-            const char *br = p->has_bias ? mf_row(&c->bias, mf_small_i32(&p->eidx, r, k)) : NULL;
-            double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-            if ((xr || br) && H > 0) dot(xr, br, g, (size_t)H, acc);
-            mf_store_f64(p->gs + i * (int64_t)mf_dtype_size(p->gs_dtype), p->gs_dtype, mf_reduce8(acc));
+            continue;
         }
+        for (int64_t k0 = 0; k0 < K; k0 += MF_KMAX) token_slots(c, r, g, k0, K - k0 < MF_KMAX ? K : k0 + MF_KMAX);
     }
+    if (c->nt) c->uk->fence(); /* streaming stores land before the pool's join */
 }
 
 /* Drop-pad: rows of gradExpandedX that no kept index names become +0.0. */
@@ -48,23 +111,46 @@ static void grad_zero_rows(void *vctx, int64_t d0, int64_t d1) {
         if (d >= c->p->bits || !mf_bit(c->seen, d)) memset(c->p->gx + d * (int64_t)row_bytes, 0, row_bytes);
 }
 
+/* Outputs past this size go around the caches: nobody reads them soon enough. */
+static int64_t nt_threshold(void) {
+    static _Atomic int64_t thr; /* racing first calls compute the same value */
+    int64_t t = atomic_load_explicit(&thr, memory_order_relaxed);
+    if (t == 0) {
+        long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+        int64_t cap = (int64_t)32 << 20;
+        t = l3 > 0 && l3 < cap ? l3 : cap;
+        atomic_store_explicit(&thr, t, memory_order_relaxed);
+    }
+    return t;
+}
+
 aclnnStatus mf_grad_run(const void *vplan, void *workspace) {
     const grad_plan *p = vplan;
+    aclnnStatus rc = mf_isa_check(OP);
+    if (rc != ACLNN_SUCCESS) return rc;
     if (p->N == 0) return ACLNN_SUCCESS; /* R = 0 or K = 0: nothing to write */
     char *ws = mf_align64(workspace);
     uint64_t *seen = (uint64_t *)(ws + p->ws_bitmap);
-    aclnnStatus rc = mf_check_index(OP, "expandedRowIdx", &p->idx, p->N, 0, p->mode == 1 ? -1 : 0, p->bits, seen);
+    rc = mf_check_index(OP, "expandedRowIdx", &p->idx, p->N, 0, p->mode == 1 ? -1 : 0, p->bits, seen);
     if (rc != ACLNN_SUCCESS) return rc;
     if (p->has_bias) {
         rc = mf_check_range_2d(OP, "expertIdxOptional", &p->eidx, p->R, p->K, p->E);
         if (rc != ACLNN_SUCCESS) return rc;
     }
+    /* From here on every input value is valid: outputs may be written. */
 
-    grad_ctx c = {p, mf_kernels(), p->gy, p->x, p->bias, seen};
+    const int64_t es = (int64_t)p->es, row_bytes = p->H * es;
+    grad_ctx c = {p, mf_kernels(), p->gy, p->x, p->bias, seen, 0, 0, 0};
+    c.nt = p->D0 * row_bytes >= nt_threshold();
+    c.prefetch = p->H > 0 && row_bytes <= MF_PREFETCH_ROW_BYTES && p->N * row_bytes >= nt_threshold() / 4;
+    c.tile = (MF_TILE_BYTES / es) & ~(int64_t)31;
     if (p->pack_gy) c.gy = mf_rows_pack(&p->gy, p->H, p->es, ws + p->ws_gy);
     if (p->pack_x) c.x = mf_rows_pack(&p->x, p->H, p->es, ws + p->ws_x);
     if (p->pack_bias) c.bias = mf_rows_pack(&p->bias, p->H, p->es, ws + p->ws_bias);
-    if (p->mode == 1 && p->H > 0) mf_parallel_for(p->D0, grad_zero_rows, &c, 4096);
-    mf_parallel_for(p->R, grad_tokens, &c, 64);
+    if (p->mode == 1 && p->H > 0)
+        mf_parallel_for(p->D0, grad_zero_rows, &c, MF_SERIAL_BYTES / (row_bytes > 0 ? row_bytes : 1) + 1);
+    /* bytes one token moves: its gradY row, K rows in and K rows out */
+    const int64_t token_bytes = row_bytes * (1 + 2 * p->K) + 8 * p->K;
+    mf_parallel_for(p->R, grad_tokens, &c, MF_SERIAL_BYTES / token_bytes + 1);
     return ACLNN_SUCCESS;
 }

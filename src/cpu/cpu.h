@@ -1,0 +1,22 @@
+/* cpu.h - CPU feature detection (CPUID + XGETBV) and the kernel-table choice,
+ * split so tests can run the choice against made-up feature sets. */
+#ifndef MOEFR_CPU_CPU_H_
+#define MOEFR_CPU_CPU_H_
+
+#include <stddef.h>
+
+#include "kernels/kernels.h"
+
+/* Each bit means: the CPU has the instructions AND the OS saves the registers. */
+enum {
+    MF_CPU_AVX2 = 1u << 0,       /* AVX2 + FMA + F16C, YMM state enabled */
+    MF_CPU_AVX512 = 1u << 1,     /* AVX-512 F + BW + VL, opmask/ZMM state enabled */
+    MF_CPU_AVX512BF16 = 1u << 2, /* AVX512_BF16 on top of MF_CPU_AVX512 */
+};
+unsigned mf_cpu_features(void);
+
+/* The table for `request` (MOEFR_ISA's value; NULL or "" = best available)
+ * on a CPU with `features`; NULL with a message in err when refused. */
+const mf_ukernels *mf_isa_select(const char *request, unsigned features, char *err, size_t errlen);
+
+#endif /* MOEFR_CPU_CPU_H_ */

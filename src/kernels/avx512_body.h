@@ -1,0 +1,143 @@
+/* avx512_body.h - the AVX-512 (F/BW/VL) kernels, included by avx512.c and, with
+ * MF_AVX512_BF16 defined, by avx512_bf16.c (built with -mavx512bf16). */
+#include <immintrin.h>
+
+#include "kernels/tail.h"
+
+#define MF_INLINE static inline __attribute__((always_inline))
+
+MF_INLINE __m512 ld16(mf_dt dt, const void *p, size_t j) {
+    if (dt == MF_F32) return _mm512_loadu_ps((const float *)p + j);
+    __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)p + j));
+    if (dt == MF_F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* fp32 -> bf16 in integer arithmetic: round to nearest even, NaN -> quiet NaN. */
+MF_INLINE __m256i bf16_rne16_int(__m512 v) {
+    __m512i u = _mm512_castps_si512(v);
+    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), lsb), 16);
+    __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)),
+                                            _mm512_set1_epi32(0x7F800000));
+    r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+    return _mm512_cvtepi32_epi16(r);
+}
+
+MF_INLINE __m256i bf16_rne16(__m512 v) {
+#ifdef MF_AVX512_BF16
+    /* VCVTNEPS2BF16 rounds to nearest even and quiets NaN like fp.h, but
+     * flushes subnormal inputs to zero: redo those lanes in integers. */
+    __m256i h = (__m256i)_mm512_cvtneps_pbh(v);
+    __m512i u = _mm512_castps_si512(v);
+    __mmask16 sub = _mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7F800000)) &
+                    _mm512_test_epi32_mask(u, _mm512_set1_epi32(0x007FFFFF));
+    if (MF_UNLIKELY_SUB(sub)) h = _mm256_mask_blend_epi16(sub, h, bf16_rne16_int(v));
+    return h;
+#else
+    return bf16_rne16_int(v);
+#endif
+}
+
+MF_INLINE void st16(mf_dt dt, void *p, size_t j, __m512 v, int nt) {
+    if (dt == MF_F32) {
+        float *q = (float *)p + j;
+        if (nt) _mm512_stream_ps(q, v);
+        else _mm512_storeu_ps(q, v);
+        return;
+    }
+    __m256i h = dt == MF_F16 ? _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC) : bf16_rne16(v);
+    __m256i *q = (__m256i *)((uint16_t *)p + j);
+    if (nt) _mm256_stream_si256(q, h);
+    else _mm256_storeu_si256(q, h);
+}
+
+MF_INLINE __m512d lo8(__m512 v) { return _mm512_cvtps_pd(_mm512_castps512_ps256(v)); }
+MF_INLINE __m512d hi8(__m512 v) {
+    return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+}
+
+/* The 8 canonical partial sums are the 8 lanes of one vector; each group of
+ * 16 elements adds its first 8 then its last 8, keeping increasing j per lane. */
+MF_INLINE void sd_body(mf_dt dt, const void *g, float s, void *out, const void *x, const void *b, size_t n,
+                       double acc[8], int nt, const int has_out, const int has_x, const int has_b) {
+    const int dot = has_x || has_b;
+    const size_t vec_bytes = dt == MF_F32 ? 64 : 32;
+    if (has_out && nt && ((uintptr_t)out & (vec_bytes - 1))) nt = 0; /* streaming stores need alignment */
+    __m512d a = dot ? _mm512_loadu_pd(acc) : _mm512_setzero_pd();
+    const __m512 vs = _mm512_set1_ps(s);
+    size_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        __m512 gv = ld16(dt, g, j);
+        if (has_out) st16(dt, out, j, _mm512_mul_ps(gv, vs), nt);
+        if (dot) {
+            __m512d tlo, thi;
+            if (has_x) {
+                __m512 xv = ld16(dt, x, j);
+                tlo = lo8(xv);
+                thi = hi8(xv);
+                if (has_b) {
+                    __m512 bv = ld16(dt, b, j);
+                    tlo = _mm512_add_pd(tlo, lo8(bv));
+                    thi = _mm512_add_pd(thi, hi8(bv));
+                }
+            } else {
+                __m512 bv = ld16(dt, b, j);
+                tlo = lo8(bv);
+                thi = hi8(bv);
+            }
+            a = _mm512_add_pd(a, _mm512_mul_pd(tlo, lo8(gv)));
+            a = _mm512_add_pd(a, _mm512_mul_pd(thi, hi8(gv)));
+        }
+    }
+    if (dot) _mm512_storeu_pd(acc, a);
+    if (j < n)
+        mf_scale_dot_tail(dt, g, s, has_out ? out : NULL, has_x ? x : NULL, has_b ? b : NULL, j, n, acc);
+}
+
+#define MF_SD(NAME, DT)                                                                              \
+    static void NAME(const void *g, float s, void *out, const void *x, const void *b, size_t n,        \
+                     double acc[8], int nt) {                                                          \
+        switch ((out ? 4 : 0) | (x ? 2 : 0) | (b ? 1 : 0)) {                                           \
+        case 7: sd_body(DT, g, s, out, x, b, n, acc, nt, 1, 1, 1); break;                               \
+        case 6: sd_body(DT, g, s, out, x, b, n, acc, nt, 1, 1, 0); break;                               \
+        case 5: sd_body(DT, g, s, out, x, b, n, acc, nt, 1, 0, 1); break;                               \
+        case 4: sd_body(DT, g, s, out, x, b, n, acc, nt, 1, 0, 0); break;                               \
+        case 3: sd_body(DT, g, s, out, x, b, n, acc, nt, 0, 1, 1); break;                               \
+        case 2: sd_body(DT, g, s, out, x, b, n, acc, nt, 0, 1, 0); break;                               \
+        case 1: sd_body(DT, g, s, out, x, b, n, acc, nt, 0, 0, 1); break;                               \
+        default: break;                                                                                 \
+        }                                                                                              \
+    }                                                                                                  \
+    static void NAME##_scale(const void *g, float s, void *out, size_t n) {                            \
+        sd_body(DT, g, s, out, NULL, NULL, n, NULL, 0, 1, 0, 0);                                        \
+    }                                                                                                  \
+    static void NAME##_dot(const void *x, const void *b, const void *g, size_t n, double acc[8]) {     \
+        NAME(g, 0.0f, NULL, x, b, n, acc, 0);                                                          \
+    }
+MF_SD(sd_f32, MF_F32)
+MF_SD(sd_f16, MF_F16)
+MF_SD(sd_bf16, MF_BF16)
+
+static void copy_avx512(void *dst, const void *src, size_t bytes, int nt) {
+    char *d = dst;
+    const char *s = src;
+    if (!nt || bytes < 512) {
+        if (bytes) memcpy(d, s, bytes);
+        return;
+    }
+    size_t head = (size_t)(-(uintptr_t)d & 63);
+    memcpy(d, s, head);
+    d += head, s += head, bytes -= head;
+    for (; bytes >= 256; d += 256, s += 256, bytes -= 256) {
+        __m512i v0 = _mm512_loadu_si512(s), v1 = _mm512_loadu_si512(s + 64);
+        __m512i v2 = _mm512_loadu_si512(s + 128), v3 = _mm512_loadu_si512(s + 192);
+        _mm512_stream_si512((void *)d, v0);
+        _mm512_stream_si512((void *)(d + 64), v1);
+        _mm512_stream_si512((void *)(d + 128), v2);
+        _mm512_stream_si512((void *)(d + 192), v3);
+    }
+    if (bytes) memcpy(d, s, bytes);
+}
+
+static void fence_sfence(void) { _mm_sfence(); }

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# test_install.sh - installs the build into a scratch prefix and uses it the way downstream projects
+# do: CANN's sample build (ASCEND_HOME_PATH), find_package(moefr), pkg-config; checks the tree and ELF names.
+#
+# usage: test_install.sh BUILD_DIR SOURCE_DIR VERSION WORK_DIR [C_COMPILER CXX_COMPILER]
+set -euo pipefail
+build=$1 src=$2 version=$3 work=$4
+cc=${5:-cc} cxx=${6:-c++}
+major=${version%%.*}
+py=/usr/bin/python3
+
+fail() { echo "test_install: FAIL: $*" >&2; exit 1; }
+step() { echo "== $*"; }
+
+rm -rf "$work"
+mkdir -p "$work"
+prefix=$work/prefix
+lib=$prefix/lib64
+# Quiet sub-builds; their log is shown only when they fail.
+quiet() { "$@" >"$work/last.log" 2>&1 || { cat "$work/last.log" >&2; fail "command failed: $*"; }; }
+
+step "cmake --install into $prefix"
+quiet cmake --install "$build" --prefix "$prefix"
+
+step "install tree (SPEC section 1)"
+for f in include/acl/acl.h include/aclnn/acl_meta.h include/aclnn/aclnn_base.h \
+         include/aclnnop/aclnn_moe_finalize_routing_v2_grad.h include/aclnnop/aclnn_moe_finalize_routing_v2.h \
+         lib64/libmoefr.so.$version lib64/libmoefr.so lib64/libmoefr.a lib64/pkgconfig/moefr.pc \
+         lib64/cmake/moefr/moefrConfig.cmake lib64/cmake/moefr/moefrConfigVersion.cmake \
+         lib64/cmake/moefr/moefrTargets.cmake; do
+  [ -f "$prefix/$f" ] || fail "missing $f"
+done
+real=$(readlink -f "$lib/libmoefr.so.$version")
+[ ! -L "$lib/libmoefr.so.$version" ] || fail "libmoefr.so.$version should be the real file"
+soname=$(readelf -d "$real" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+[ "$soname" = "libmoefr.so.$major" ] || fail "SONAME is '$soname', want libmoefr.so.$major"
+echo "SONAME $soname"
+for name in libmoefr.so libascendcl.so libnnopbase.so libopapi.so libopapi_transformer.so; do
+  [ -L "$lib/$name" ] || fail "$name is not a symlink"
+  [ "$(readlink -f "$lib/$name")" = "$real" ] || fail "$name resolves to $(readlink -f "$lib/$name"), not $real"
+  got=$(readelf -d "$lib/$name" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+  [ "$got" = "libmoefr.so.$major" ] || fail "$name has SONAME '$got'"
+  echo "$name -> $(readlink "$lib/$name") (SONAME $got)"
+done
+# Only moefr's libraries in lib64: a stray file there would shadow a real toolkit's.
+extra=$(cd "$lib" && ls -1 | grep -v -x -E "libmoefr\.so(\.$major|\.$version)?|libmoefr\.a|lib(ascendcl|nnopbase|opapi|opapi_transformer)\.so|pkgconfig|cmake" || true)
+[ -z "$extra" ] || fail "unexpected entries in lib64: $extra"
+for sym in aclInit aclrtMalloc aclCreateTensor aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize \
+           aclnnMoeFinalizeRoutingV2Grad aclGetRecentErrMsg; do
+  nm -D --defined-only "$real" | grep -q " T $sym\$" || fail "$sym not exported"
+done
+if nm -D --defined-only "$real" | awk '{print $3}' | grep -q '^mf_'; then
+  fail "internal mf_ symbols are exported"
+fi
+
+step "CANN-style sample: examples/ built unchanged with ASCEND_HOME_PATH=$prefix"
+ASCEND_HOME_PATH=$prefix quiet cmake -S "$src/examples" -B "$work/example" -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_CXX_COMPILER="$cxx"
+quiet cmake --build "$work/example"
+readelf -d "$work/example/opapi_test" | grep -q "NEEDED.*\[libmoefr.so.$major\]" ||
+  fail "opapi_test does not load libmoefr.so.$major"
+# No LD_LIBRARY_PATH: the sample must find the library the way CMake linked it.
+env -u LD_LIBRARY_PATH "$work/example/opapi_test" >"$work/example.out" 2>&1 || {
+  cat "$work/example.out" >&2; fail "opapi_test exited non-zero"; }
+cat "$work/example.out"
+"$py" "$src/tests/install/check_example.py" <"$work/example.out" || fail "example printed wrong numbers"
+
+step "find_package(moefr) consumer (shared and static)"
+# Debian-family CMake does not search lib64 under a prefix, so name the package dir.
+quiet cmake -S "$src/tests/install/consumer" -B "$work/consumer" -Dmoefr_DIR="$lib/cmake/moefr" \
+  -DCMAKE_C_COMPILER="$cc" -DMOEFR_EXPECT_VERSION="$version"
+quiet cmake --build "$work/consumer"
+for exe in consumer_shared consumer_static; do
+  out=$("$work/consumer/$exe") || fail "$exe failed: $out"
+  echo "$exe: $out"
+  case $out in *"moefr $version "*) ;; *) fail "$exe reports another version: $out" ;; esac
+done
+readelf -d "$work/consumer/consumer_shared" | grep -q "NEEDED.*\[libmoefr.so.$major\]" ||
+  fail "consumer_shared does not load libmoefr.so.$major"
+! readelf -d "$work/consumer/consumer_static" | grep -q "NEEDED.*libmoefr" ||
+  fail "consumer_static still loads libmoefr dynamically"
+
+step "pkg-config consumer"
+export PKG_CONFIG_PATH=$lib/pkgconfig
+[ "$(pkg-config --modversion moefr)" = "$version" ] || fail "pkg-config reports $(pkg-config --modversion moefr)"
+libdir=$(pkg-config --variable=libdir moefr)
+[ "$(readlink -f "$libdir")" = "$(readlink -f "$lib")" ] || fail "pkg-config libdir $libdir is not $lib"
+# shellcheck disable=SC2046
+"$cc" -std=c11 -Wall -Wextra -Werror -pedantic $(pkg-config --cflags moefr) \
+  "$src/tests/install/consumer/main.c" -o "$work/consumer_pc" $(pkg-config --libs moefr) \
+  -Wl,-rpath,"$libdir" || fail "pkg-config build failed"
+out=$("$work/consumer_pc") || fail "consumer_pc failed: $out"
+echo "consumer_pc: $out"
+
+echo "test_install: ok"

@@ -9,6 +9,10 @@ done
 [ -z "$missing" ] && exit 0
 echo "deps: installing$missing"
 SUDO=""
-[ "$(id -u)" -ne 0 ] && SUDO=sudo
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null 2>&1 || { echo "deps: need root or sudo to install:$missing" >&2; exit 1; }
+  SUDO=sudo
+fi
 $SUDO apt-get update -qq
+# shellcheck disable=SC2086
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing

@@ -15,6 +15,8 @@ BUILD_DEPS := cmake gcc g++ make pkg-config
 TEST_DEPS  := python3 python3-numpy python3-torch valgrind binutils
 
 EXAMPLE_BUILD := $(BUILD)/example
+# CMake's generated makefiles would otherwise print every directory change.
+MAKEFLAGS += --no-print-directory
 
 .PHONY: all build deps test-deps install example run test test-ctest clean
 

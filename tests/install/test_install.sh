@@ -42,9 +42,10 @@ for name in libmoefr.so libascendcl.so libnnopbase.so libopapi.so libopapi_trans
   [ "$got" = "libmoefr.so.$major" ] || fail "$name has SONAME '$got'"
   echo "$name -> $(readlink "$lib/$name") (SONAME $got)"
 done
-# Only moefr's libraries in lib64: a stray file there would shadow a real toolkit's.
-extra=$(cd "$lib" && ls -1 | grep -v -x -E "libmoefr\.so(\.$major|\.$version)?|libmoefr\.a|lib(ascendcl|nnopbase|opapi|opapi_transformer)\.so|pkgconfig|cmake" || true)
-[ -z "$extra" ] || fail "unexpected entries in lib64: $extra"
+# Only moefr's libraries in lib64: a stray library there would shadow a real toolkit's.
+extra=$(cd "$lib" && ls -1 | grep -E '\.(so|a)(\.|$)' |
+  grep -v -x -E "libmoefr\.so(\.$major|\.$version)?|libmoefr\.a|lib(ascendcl|nnopbase|opapi|opapi_transformer)\.so" || true)
+[ -z "$extra" ] || fail "unexpected libraries in lib64: $extra"
 for sym in aclInit aclrtMalloc aclCreateTensor aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize \
            aclnnMoeFinalizeRoutingV2Grad aclGetRecentErrMsg; do
   nm -D --defined-only "$real" | grep -q " T $sym\$" || fail "$sym not exported"
@@ -54,8 +55,9 @@ if nm -D --defined-only "$real" | awk '{print $3}' | grep -q '^mf_'; then
 fi
 
 step "CANN-style sample: examples/ built unchanged with ASCEND_HOME_PATH=$prefix"
+# -Werror: the public headers must be warning-free in a C++ program.
 ASCEND_HOME_PATH=$prefix quiet cmake -S "$src/examples" -B "$work/example" -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_CXX_COMPILER="$cxx"
+  -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_CXX_FLAGS="-Wall -Wextra -Werror"
 quiet cmake --build "$work/example"
 readelf -d "$work/example/opapi_test" | grep -q "NEEDED.*\[libmoefr.so.$major\]" ||
   fail "opapi_test does not load libmoefr.so.$major"

@@ -66,6 +66,13 @@ env -u LD_LIBRARY_PATH "$work/example/opapi_test" >"$work/example.out" 2>&1 || {
   cat "$work/example.out" >&2; fail "opapi_test exited non-zero"; }
 cat "$work/example.out"
 "$py" "$src/tests/install/check_example.py" <"$work/example.out" || fail "example printed wrong numbers"
+# The sample frees everything it allocates: valgrind must find no error and no definite leak.
+if command -v valgrind >/dev/null 2>&1; then
+  valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+    "$work/example/opapi_test" >"$work/example.vg" 2>&1 || { cat "$work/example.vg" >&2; fail "valgrind on opapi_test"; }
+  cmp -s "$work/example.out" "$work/example.vg" || fail "opapi_test prints other numbers under valgrind"
+  echo "valgrind: opapi_test clean"
+fi
 
 step "find_package(moefr) consumer (shared and static)"
 # Debian-family CMake does not search lib64 under a prefix, so name the package dir.

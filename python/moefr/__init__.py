@@ -1,0 +1,47 @@
+"""moefr - Python and PyTorch front end of libmoefr (CANN's MoE finalize-routing operators on CPU),
+pure ctypes over the library's public C API; torch is optional (imported only for torch inputs)."""
+
+from . import _views
+from ._lib import MoefrError, library_path
+from ._ops import moe_finalize_routing_grad
+
+__all__ = ["moe_finalize_routing", "moe_finalize_routing_grad", "MoefrError", "library_path",
+           "version", "isa"]
+
+__version__ = "0.1.0"
+
+
+def moe_finalize_routing(expanded_x, expanded_row_idx, x1=None, x2=None, bias=None, scales=None,
+                         expert_idx=None, drop_pad_mode=0):
+    """MoE finalize routing (aclnnMoeFinalizeRoutingV2, SPEC section 8):
+
+        out[r] = x1[r] + x2[r] + sum_k scales[r, k] * (expanded_x[d] + bias[expert_idx[r, k]])
+
+    with d = expanded_row_idx[k*R + r] in drop_pad_mode 0/1 (column layout, as
+    aclnnMoeInitRouting emits) and expanded_row_idx[r*K + k] in modes 2/3 (row layout);
+    modes 1/3 take expanded_x as (E, C, H) and index -1 for a dropped slot.
+
+    With torch tensors the result is differentiable: expanded_x and scales get their
+    gradients from aclnnMoeFinalizeRoutingV2Grad, x1 and x2 get grad_out, bias gets the
+    deterministic per-expert sum of scales * grad_out. Numpy arrays in give a numpy array
+    out (no autograd). Raises MoefrError (a ValueError) with the library's message."""
+    args = (expanded_x, expanded_row_idx, x1, x2, bias, scales, expert_idx)
+    if any(_views.is_torch(a) for a in args):
+        from . import _autograd
+        return _autograd.apply(*args, drop_pad_mode)
+    from ._ops import finalize_routing_forward
+    return finalize_routing_forward(*args, drop_pad_mode=drop_pad_mode)
+
+
+def version():
+    """Version string of the loaded libmoefr."""
+    from ._lib import library
+    lib = library()
+    return lib.moefrVersion().decode() if hasattr(lib, "moefrVersion") else None
+
+
+def isa():
+    """Kernel path the loaded libmoefr uses ("scalar", "avx2", "avx512", ...)."""
+    from ._lib import library
+    lib = library()
+    return lib.moefrIsa().decode() if hasattr(lib, "moefrIsa") else None

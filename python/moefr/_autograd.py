@@ -1,0 +1,74 @@
+"""moefr._autograd - moe_finalize_routing as a torch.autograd.Function: the forward operator,
+and a backward built on aclnnMoeFinalizeRoutingV2Grad plus exact x1/x2/bias gradients."""
+
+import numpy as np
+import torch
+
+from . import _ops
+
+
+def _backward_index(idx, mode, R, K):
+    """The backward reads the index in row layout (entry r*K + k); forward modes 0/1 hold it
+    in column layout (entry k*R + r), so those are transposed (a small int32 copy)."""
+    if mode in (0, 1) and K > 1:
+        return idx.reshape(K, R).t().contiguous().reshape(-1)
+    return idx
+
+
+def bias_grad(grad_out, scales, expert_idx, num_experts, dtype):
+    """grad_bias[e] = sum over every slot (r, k) routed to e, dropped ones included, of
+    scales[r, k] * grad_out[r]. Products and sums are float64 (an fp32 x fp32 product is exact
+    there) and index_add_ adds the slots serially in the fixed order r*K + k, so the result
+    is the same bits on every run; it is rounded once to the bias dtype."""
+    R, H = grad_out.shape
+    K = expert_idx.shape[1]
+    g = grad_out.to(torch.float64).repeat_interleave(K, dim=0)
+    if scales is not None:
+        g = g * scales.to(torch.float64).reshape(R * K, 1)
+    acc = torch.zeros((num_experts, H), dtype=torch.float64)
+    acc.index_add_(0, expert_idx.reshape(-1).to(torch.int64), g)
+    return acc.to(dtype)
+
+
+class MoeFinalizeRouting(torch.autograd.Function):
+    """out = x1 + x2 + sum_k scales * (expanded_x[d] + bias[e]); see moe_finalize_routing."""
+
+    @staticmethod
+    def forward(ctx, expanded_x, expanded_row_idx, x1, x2, bias, scales, expert_idx, drop_pad_mode):
+        out = _ops.finalize_routing_forward(expanded_x, expanded_row_idx, x1, x2, bias, scales,
+                                            expert_idx, drop_pad_mode)
+        ctx.mode = int(drop_pad_mode)
+        ctx.save_for_backward(expanded_x, expanded_row_idx, bias, scales, expert_idx)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        x, idx, bias, scales, expert_idx = ctx.saved_tensors
+        need_x, _, need_x1, need_x2, need_b, need_s = ctx.needs_input_grad[:6]
+        mode = ctx.mode
+        R = grad_out.shape[0]
+        K = scales.shape[1] if scales is not None else 1
+        g_x = g_s = g_b = None
+        if need_x or need_s:
+            drop_pad = mode in (1, 3)
+            gx, gs = _ops.moe_finalize_routing_grad(
+                grad_out, _backward_index(idx, mode, R, K), expanded_x=x, scales=scales,
+                expert_idx=expert_idx if scales is not None else None,
+                bias=bias if scales is not None else None,
+                drop_pad_mode=1 if drop_pad else 0,
+                expert_num=x.shape[0] if drop_pad else 0,
+                expert_capacity=x.shape[1] if drop_pad else 0)
+            g_x = gx if need_x else None
+            g_s = gs if need_s and scales is not None else None
+        if need_b:
+            g_b = bias_grad(grad_out, scales, expert_idx, bias.shape[0], bias.dtype)
+        g_x1 = grad_out if need_x1 else None
+        g_x2 = grad_out if need_x2 else None
+        return g_x, None, g_x1, g_x2, g_b, g_s, None, None
+
+
+def apply(expanded_x, expanded_row_idx, x1, x2, bias, scales, expert_idx, drop_pad_mode):
+    def t(v):
+        return torch.from_numpy(np.asarray(v)) if v is not None and not isinstance(v, torch.Tensor) else v
+    return MoeFinalizeRouting.apply(t(expanded_x), t(expanded_row_idx), t(x1), t(x2), t(bias),
+                                    t(scales), t(expert_idx), int(drop_pad_mode))

@@ -1,0 +1,151 @@
+"""moefr._lib - finds and loads libmoefr with ctypes, declares the public C API it uses,
+and turns a failing status into a MoefrError carrying aclGetRecentErrMsg's text."""
+
+import ctypes
+import glob
+import os
+import threading
+
+__all__ = ["MoefrError", "library", "library_path", "run_two_phase"]
+
+ACLNN_SUCCESS = 0
+ACL_SUCCESS = 0
+ACL_FORMAT_ND = 2
+ACL_MEM_MALLOC_HUGE_FIRST = 0
+
+_c_i64p = ctypes.POINTER(ctypes.c_int64)
+
+
+class MoefrError(ValueError):
+    """A status from libmoefr; str() is the library's message, .status its code."""
+
+    def __init__(self, message, status=None, function=None):
+        super().__init__(message)
+        self.status = status
+        self.function = function
+
+
+def _candidates():
+    """Where the library may live, most specific first (MOEFR_LIBRARY wins)."""
+    env = os.environ.get("MOEFR_LIBRARY")
+    if env:
+        return [env], True
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = []
+    # Installed: <prefix>/lib/python3/dist-packages/moefr -> <prefix>/lib64.
+    prefix = os.path.normpath(os.path.join(here, "..", "..", "..", ".."))
+    for libdir in ("lib64", "lib"):
+        for name in ("libmoefr.so", "libmoefr.so.0"):
+            out.append(os.path.join(prefix, libdir, name))
+    # Source tree: <root>/python/moefr -> <root>/build, then other build dirs, newest first.
+    root = os.path.normpath(os.path.join(here, "..", ".."))
+    out.append(os.path.join(root, "build", "libmoefr.so"))
+    others = glob.glob(os.path.join(root, "build*", "libmoefr.so"))
+    others.sort(key=lambda p: os.path.getmtime(p), reverse=True)
+    out.extend(p for p in others if p not in out)
+    return out, False
+
+
+_lock = threading.Lock()
+_lib = None
+_lib_path = None
+
+
+def _declare(lib):
+    i64, u64, i32 = ctypes.c_int64, ctypes.c_uint64, ctypes.c_int32
+    vp = ctypes.c_void_p
+    lib.aclCreateTensor.restype = vp
+    lib.aclCreateTensor.argtypes = [_c_i64p, u64, ctypes.c_int, _c_i64p, i64, ctypes.c_int,
+                                    _c_i64p, u64, vp]
+    lib.aclDestroyTensor.restype = i32
+    lib.aclDestroyTensor.argtypes = [vp]
+    lib.aclGetRecentErrMsg.restype = ctypes.c_char_p
+    lib.aclGetRecentErrMsg.argtypes = []
+    lib.aclrtMalloc.restype = ctypes.c_int
+    lib.aclrtMalloc.argtypes = [ctypes.POINTER(vp), ctypes.c_size_t, ctypes.c_int]
+    lib.aclrtFree.restype = ctypes.c_int
+    lib.aclrtFree.argtypes = [vp]
+    lib.aclDestroyAclOpExecutor.restype = i32
+    lib.aclDestroyAclOpExecutor.argtypes = [vp]
+    lib.aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize.restype = i32
+    lib.aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize.argtypes = (
+        [vp] * 6 + [i64] * 4 + [vp, vp, ctypes.POINTER(u64), ctypes.POINTER(vp)])
+    lib.aclnnMoeFinalizeRoutingV2Grad.restype = i32
+    lib.aclnnMoeFinalizeRoutingV2Grad.argtypes = [vp, u64, vp, vp]
+    # The forward operator may be missing from an older library; it is then
+    # reported when first used rather than breaking the backward.
+    if hasattr(lib, "aclnnMoeFinalizeRoutingV2GetWorkspaceSize"):
+        lib.aclnnMoeFinalizeRoutingV2GetWorkspaceSize.restype = i32
+        lib.aclnnMoeFinalizeRoutingV2GetWorkspaceSize.argtypes = (
+            [vp] * 7 + [i64, vp, ctypes.POINTER(u64), ctypes.POINTER(vp)])
+        lib.aclnnMoeFinalizeRoutingV2.restype = i32
+        lib.aclnnMoeFinalizeRoutingV2.argtypes = [vp, u64, vp, vp]
+    for name in ("moefrVersion", "moefrIsa"):
+        if hasattr(lib, name):
+            getattr(lib, name).restype = ctypes.c_char_p
+            getattr(lib, name).argtypes = []
+
+
+def library():
+    """The loaded libmoefr (loaded on first use, so `import moefr` never fails on it)."""
+    global _lib, _lib_path
+    if _lib is not None:
+        return _lib
+    with _lock:
+        if _lib is not None:
+            return _lib
+        paths, forced = _candidates()
+        errors = []
+        for p in paths:
+            if not forced and not os.path.exists(p):
+                continue
+            try:
+                lib = ctypes.CDLL(p)
+            except OSError as e:
+                errors.append("%s: %s" % (p, e))
+                continue
+            _declare(lib)
+            _lib, _lib_path = lib, p
+            return lib
+        why = "; ".join(errors) if errors else "looked in " + ", ".join(paths)
+        raise OSError("moefr: cannot load libmoefr (%s). Set MOEFR_LIBRARY to the path of "
+                      "libmoefr.so." % why)
+
+
+def library_path():
+    library()
+    return _lib_path
+
+
+def last_error(lib):
+    msg = lib.aclGetRecentErrMsg()
+    return msg.decode("utf-8", "replace") if msg else ""
+
+
+def check(lib, status, function):
+    if status != ACLNN_SUCCESS:
+        msg = last_error(lib) or ("%s failed with status %d" % (function, status))
+        raise MoefrError(msg, status, function)
+
+
+def run_two_phase(lib, phase1, phase2, args, function):
+    """Phase 1 with args (+ workspaceSize, executor), workspace from aclrtMalloc, phase 2.
+
+    Every exit path releases what was obtained: phase 2 consumes the executor
+    whatever its outcome; if phase 2 is never reached it is destroyed here."""
+    ws_size = ctypes.c_uint64(0)
+    executor = ctypes.c_void_p(None)
+    check(lib, phase1(*args, ctypes.byref(ws_size), ctypes.byref(executor)), function + "GetWorkspaceSize")
+    workspace = ctypes.c_void_p(None)
+    try:
+        if ws_size.value > 0:
+            rc = lib.aclrtMalloc(ctypes.byref(workspace), ws_size.value, ACL_MEM_MALLOC_HUGE_FIRST)
+            if rc != ACL_SUCCESS:
+                workspace = ctypes.c_void_p(None)
+                lib.aclDestroyAclOpExecutor(executor)
+                raise MoefrError(last_error(lib) or "aclrtMalloc failed with %d" % rc, rc, "aclrtMalloc")
+        ex, executor = executor, None
+        check(lib, phase2(workspace, ws_size.value, ex, None), function)
+    finally:
+        if workspace.value:
+            lib.aclrtFree(workspace)

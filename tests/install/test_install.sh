@@ -101,4 +101,11 @@ libdir=$(pkg-config --variable=libdir moefr)
 out=$("$work/consumer_pc") || fail "consumer_pc failed: $out"
 echo "consumer_pc: $out"
 
+# Installed programs must find the installed library on their own (no LD_LIBRARY_PATH).
+for exe in "$prefix"/bin/*; do
+  [ -x "$exe" ] || continue
+  out=$(env -u LD_LIBRARY_PATH "$exe" --version 2>&1) || fail "$exe --version failed: $out"
+  case $out in *"$version"*) echo "$(basename "$exe"): $out" ;; *) fail "$exe --version says: $out" ;; esac
+done
+
 echo "test_install: ok"

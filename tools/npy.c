@@ -146,7 +146,7 @@ static int parse_bool(mf_cursor *c, int *v) {
 
 static int parse_shape(mf_cursor *c, int *ndim, int64_t *dims) {
     if (expect(c, '(', "to open the shape tuple")) return -1;
-    int nd = 0, need_comma_for_one = 1;
+    int nd = 0, comma_after_last = 0;
     for (;;) {
         skip_ws(c);
         if (c->p < c->end && *c->p == ')') break;
@@ -176,11 +176,10 @@ static int parse_shape(mf_cursor *c, int *ndim, int64_t *dims) {
         skip_ws(c);
         if (c->p < c->end && *c->p == ',') {
             c->p++;
-            need_comma_for_one = 0;
+            comma_after_last = 1;
             continue;
         }
-        need_comma_for_one = nd != 1;
-        skip_ws(c);
+        comma_after_last = 0;
         if (c->p >= c->end || *c->p != ')') {
             seterr(c->err, c->errlen, "malformed header: expected ',' or ')' in the shape tuple");
             return -1;
@@ -189,7 +188,7 @@ static int parse_shape(mf_cursor *c, int *ndim, int64_t *dims) {
     }
     c->p++; /* ')' */
     /* "(3)" is the integer 3 in Python, not a tuple: NumPy never writes it. */
-    if (nd == 1 && need_comma_for_one) {
+    if (nd == 1 && !comma_after_last) {
         seterr(c->err, c->errlen, "malformed header: a 1-D shape needs a trailing comma, as in (3,)");
         return -1;
     }

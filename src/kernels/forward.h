@@ -1,0 +1,59 @@
+/* forward.h - the forward operator's kernel table (aclnnMoeFinalizeRoutingV2):
+ * one token row at a time, fp64 accumulation, one rounding per output element. */
+#ifndef MOEFR_KERNELS_FORWARD_H_
+#define MOEFR_KERNELS_FORWARD_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/kernels.h"
+
+/* Slots one kernel call sees at most; a token with more is done in groups
+ * over an fp64 accumulator tile the caller keeps (MF_FWD_LOAD/!MF_FWD_FINAL). */
+#define MF_FWD_KMAX 32
+
+/* One token: its optional x1/x2 rows, its slots and its out row. Every row
+ * pointer addresses element 0 of a unit-stride row of the data dtype. */
+typedef struct mf_fwd_row {
+    const void *x1, *x2; /* NULL when absent (x2 only with x1) */
+    int nk;              /* slots in x/b/s */
+    /* Slot q contributes s[q] * (x[q] + b[q]); a NULL pointer is an absent
+     * term (not a zero). Both NULL: the slot contributes nothing at all. */
+    const void *x[MF_FWD_KMAX];
+    const void *b[MF_FWD_KMAX];
+    double s[MF_FWD_KMAX]; /* 1.0 when the operator has no scales */
+    void *out;
+} mf_fwd_row;
+
+enum {
+    /* acc[0..n) holds partial sums of earlier slot groups: continue from them
+     * instead of starting from x1 + x2 (or from the first present term). */
+    MF_FWD_LOAD = 1,
+    /* Round acc once to the dtype and store to out; otherwise store acc. */
+    MF_FWD_FINAL = 2,
+};
+
+/* Elements [j0, j0+n) of the token, per element in fp64:
+ *   acc = x1 (+ x2)  -- or, without x1, the first present slot term
+ *   for each slot q in order: acc = acc + s[q] * (x[q] + b[q])
+ *   FINAL: out = round_to_nearest_even(acc), +0.0 when nothing was present
+ * acc is indexed from j0 (acc[j - j0]) and unused when flags == MF_FWD_FINAL.
+ * NaN results are stored as the canonical quiet NaN of the dtype (positive).
+ * nt permits streaming stores to out (caller fences). Returns 1 when acc now
+ * holds something (x1 or a term was present, or LOAD), else 0. */
+typedef int (*mf_fwd_row_fn)(const mf_fwd_row *t, size_t j0, size_t n, double *acc, int flags, int nt);
+
+typedef struct mf_fwd_kernels {
+    const char *isa;
+    mf_fwd_row_fn row[MF_NUM_DT];
+    void (*fence)(void); /* orders streaming stores before later stores */
+} mf_fwd_kernels;
+
+extern const mf_fwd_kernels mf_fwd_kernels_scalar;
+extern const mf_fwd_kernels mf_fwd_kernels_avx2;   /* x86-64 builds only */
+extern const mf_fwd_kernels mf_fwd_kernels_avx512; /* x86-64 builds only */
+
+/* The table matching the ISA the backward's dispatch chose (mf_kernels()->isa). */
+const mf_fwd_kernels *mf_fwd_kernels_select(void);
+
+#endif /* MOEFR_KERNELS_FORWARD_H_ */

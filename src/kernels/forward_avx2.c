@@ -1,0 +1,155 @@
+/* forward_avx2.c - AVX2+FMA+F16C forward kernels (this file alone is built
+ * with those flags). Bit-exact with forward_scalar.c: same fp64 operations. */
+#include <immintrin.h>
+
+#include "kernels/forward_ref.h"
+
+#define MF_INLINE static inline __attribute__((always_inline))
+
+/* 8 elements of dtype dt widened exactly to fp32 (then to fp64 by halves). */
+MF_INLINE __m256 ld8(mf_dt dt, const void *p, size_t j) {
+    if (dt == MF_F32) return _mm256_loadu_ps((const float *)p + j);
+    __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)p + j));
+    if (dt == MF_F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+MF_INLINE __m256d lo4(__m256 v) { return _mm256_cvtps_pd(_mm256_castps256_ps128(v)); }
+MF_INLINE __m256d hi4(__m256 v) { return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)); }
+
+/* Two vectors of 4 all-ones/all-zeros 64-bit masks as 8 32-bit masks. */
+MF_INLINE __m256i narrow_mask(__m256d lo, __m256d hi) {
+    __m256 s = _mm256_shuffle_ps(_mm256_castpd_ps(lo), _mm256_castpd_ps(hi), _MM_SHUFFLE(2, 0, 2, 0));
+    return _mm256_permute4x64_epi64(_mm256_castps_si256(s), _MM_SHUFFLE(3, 1, 2, 0));
+}
+
+/* fp64 -> fp32 rounded to odd, from the RNE conversion: step back toward zero
+ * where RNE rounded away from zero, then set the last bit if inexact. fp32 has
+ * >= 2 more bits than bf16/fp16 everywhere, so a following RNE equals one
+ * direct RNE from fp64. NaN stays NaN; overflow gives FLT_MAX. */
+MF_INLINE __m256i round_odd8(__m256d a, __m256d b) {
+    const __m256d mag = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFLL));
+    __m128 fa = _mm256_cvtpd_ps(a), fb = _mm256_cvtpd_ps(b);
+    __m256d ba = _mm256_cvtps_pd(fa), bb = _mm256_cvtps_pd(fb);
+    __m256i in = narrow_mask(_mm256_cmp_pd(ba, a, _CMP_NEQ_OQ), _mm256_cmp_pd(bb, b, _CMP_NEQ_OQ));
+    __m256i up = narrow_mask(_mm256_cmp_pd(_mm256_and_pd(ba, mag), _mm256_and_pd(a, mag), _CMP_GT_OQ),
+                             _mm256_cmp_pd(_mm256_and_pd(bb, mag), _mm256_and_pd(b, mag), _CMP_GT_OQ));
+    __m256i u = _mm256_set_m128i(_mm_castps_si128(fb), _mm_castps_si128(fa));
+    u = _mm256_add_epi32(u, up); /* up is -1 */
+    return _mm256_or_si256(u, _mm256_and_si256(in, _mm256_set1_epi32(1)));
+}
+
+/* 8 fp64 lanes (a: 0-3, b: 4-7) rounded once to 16-bit dtype dt. */
+MF_INLINE __m128i narrow8(mf_dt dt, __m256d a, __m256d b) {
+    __m256i u = round_odd8(a, b);
+    __m256 f = _mm256_castsi256_ps(u);
+    __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(f, f, _CMP_UNORD_Q));
+    if (dt == MF_F16) {
+        __m128i h = _mm256_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        __m128i n16 = _mm_packs_epi32(_mm256_castsi256_si128(nan), _mm256_extracti128_si256(nan, 1));
+        return _mm_blendv_epi8(h, _mm_set1_epi16(0x7E00), n16);
+    }
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)), lsb), 16);
+    r = _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7FC0), nan);
+    return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+}
+
+/* 4 fp64 lanes rounded once (RNE) to fp32, NaN canonical. */
+MF_INLINE __m128 narrow4_f32(__m256d a) {
+    __m128 f = _mm256_cvtpd_ps(a);
+    return _mm_blendv_ps(f, _mm_castsi128_ps(_mm_set1_epi32(0x7FC00000)), _mm_cmp_ps(f, f, _CMP_UNORD_Q));
+}
+
+MF_INLINE void st32(void *p, __m256i v, int nt) {
+    if (nt) _mm256_stream_si256((__m256i *)p, v);
+    else _mm256_storeu_si256((__m256i *)p, v);
+}
+
+/* 16 elements from 4 fp64 vectors: 64 bytes (fp32) or 32 bytes (fp16/bf16). */
+MF_INLINE void store16(mf_dt dt, void *out, size_t j, const __m256d a[4], int nt) {
+    if (dt == MF_F32) {
+        float *o = (float *)out + j;
+        for (int h = 0; h < 2; h++) {
+            __m256 v = _mm256_set_m128(narrow4_f32(a[2 * h + 1]), narrow4_f32(a[2 * h]));
+            st32(o + 8 * h, _mm256_castps_si256(v), nt);
+        }
+        return;
+    }
+    st32((uint16_t *)out + j, _mm256_set_m128i(narrow8(dt, a[2], a[3]), narrow8(dt, a[0], a[1])), nt);
+}
+
+/* Contract: forward.h. Blocks of 16 elements keep their fp64 sums in four
+ * registers across all the token's slots; the tail goes through the scalar code. */
+MF_INLINE int row_body(mf_dt dt, const mf_fwd_row *t, size_t j0, size_t n, double *acc, int flags, int nt) {
+    const int load = flags & MF_FWD_LOAD, fin = flags & MF_FWD_FINAL;
+    const int have0 = load || mf_fwd_has_term(t);
+    const size_t es = dt == MF_F32 ? 4 : 2;
+    if (fin && nt && ((uintptr_t)((char *)t->out + j0 * es) & 31)) nt = 0; /* streaming needs alignment */
+    const void *x1 = t->x1, *x2 = t->x2;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const size_t j = j0 + i;
+        __m256d a[4];
+        int have = 0;
+        if (load) {
+            for (int v = 0; v < 4; v++) a[v] = _mm256_loadu_pd(acc + i + 4 * v);
+            have = 1;
+        } else if (x1) {
+            for (int h = 0; h < 2; h++) {
+                __m256 p = ld8(dt, x1, j + 8 * h);
+                a[2 * h] = lo4(p), a[2 * h + 1] = hi4(p);
+            }
+            if (x2)
+                for (int h = 0; h < 2; h++) {
+                    __m256 p = ld8(dt, x2, j + 8 * h);
+                    a[2 * h] = _mm256_add_pd(a[2 * h], lo4(p));
+                    a[2 * h + 1] = _mm256_add_pd(a[2 * h + 1], hi4(p));
+                }
+            have = 1;
+        } else {
+            for (int v = 0; v < 4; v++) a[v] = _mm256_setzero_pd();
+        }
+        for (int q = 0; q < t->nk; q++) {
+            const void *x = t->x[q], *b = t->b[q];
+            __m256d w[4];
+            const void *first = x ? x : b;
+            if (!first) continue;
+            for (int h = 0; h < 2; h++) {
+                __m256 p = ld8(dt, first, j + 8 * h);
+                w[2 * h] = lo4(p), w[2 * h + 1] = hi4(p);
+            }
+            if (x && b)
+                for (int h = 0; h < 2; h++) {
+                    __m256 p = ld8(dt, b, j + 8 * h);
+                    w[2 * h] = _mm256_add_pd(w[2 * h], lo4(p));
+                    w[2 * h + 1] = _mm256_add_pd(w[2 * h + 1], hi4(p));
+                }
+            const __m256d s = _mm256_set1_pd(t->s[q]);
+            for (int v = 0; v < 4; v++) w[v] = _mm256_mul_pd(s, w[v]);
+            if (have)
+                for (int v = 0; v < 4; v++) a[v] = _mm256_add_pd(a[v], w[v]);
+            else
+                for (int v = 0; v < 4; v++) a[v] = w[v];
+            have = 1;
+        }
+        if (fin) store16(dt, t->out, j, a, nt); /* a is +0.0 when nothing was present */
+        else if (have)
+            for (int v = 0; v < 4; v++) _mm256_storeu_pd(acc + i + 4 * v, a[v]);
+    }
+    if (i < n) mf_fwd_row_ref(dt, t, j0, i, n, acc, flags);
+    return have0;
+}
+
+static int row_f32(const mf_fwd_row *t, size_t j0, size_t n, double *acc, int flags, int nt) {
+    return row_body(MF_F32, t, j0, n, acc, flags, nt);
+}
+static int row_f16(const mf_fwd_row *t, size_t j0, size_t n, double *acc, int flags, int nt) {
+    return row_body(MF_F16, t, j0, n, acc, flags, nt);
+}
+static int row_bf16(const mf_fwd_row *t, size_t j0, size_t n, double *acc, int flags, int nt) {
+    return row_body(MF_BF16, t, j0, n, acc, flags, nt);
+}
+
+static void fence_sfence(void) { _mm_sfence(); }
+
+const mf_fwd_kernels mf_fwd_kernels_avx2 = {"avx2", {row_f32, row_f16, row_bf16}, fence_sfence};

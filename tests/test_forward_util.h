@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "acl/acl.h"
+#include "aclnn/acl_meta.h"
 #include "fwd_ref.h"
 
 static uint64_t tu_state;

@@ -1,0 +1,242 @@
+"""test_autograd - moefr.moe_finalize_routing (forward operator + torch autograd) against a float64
+pure-torch reference in all four modes and fp32/bf16/fp16, plus adjoint (gradcheck-style) checks."""
+
+import unittest
+
+import numpy as np
+import torch
+
+import moefr_testlib as tl
+from moefr_testlib import moefr
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+INPUTS = ("expanded_x", "x1", "x2", "bias", "scales")
+
+
+def ref_forward_torch(p, v, idx, expert_idx):
+    """float64 forward in plain torch ops (independent of moefr), differentiable."""
+    R, K, H = p.R, p.K, p.H
+    x = v["expanded_x"].reshape(-1, H)
+    d = idx.long().reshape(K, R).t() if p.mode in (0, 1) else idx.long().reshape(R, K)
+    kept = (d >= 0).unsqueeze(-1)
+    xs = torch.where(kept, x[d.clamp(min=0)], torch.zeros((), dtype=torch.float64))  # (R, K, H)
+    if "bias" in v:
+        xs = xs + v["bias"][expert_idx.long()]
+    s = v["scales"] if "scales" in v else torch.ones((R, 1), dtype=torch.float64)
+    out = (s.unsqueeze(-1) * xs).sum(1)
+    if "x1" in v:
+        out = out + v["x1"]
+    if "x2" in v:
+        out = out + v["x2"]
+    return out
+
+
+def dtype_name(t):
+    return str(t.dtype).replace("torch.", "")
+
+
+class Setup:
+    """One problem: inputs in the dtype under test (leaves with requires_grad), their float64
+    values, the int32 index/expert tensors and a grad_out."""
+
+    def __init__(self, rng, mode, dtype, R=9, K=3, H=37, E=5, scale_dtype=None, **flags):
+        p = tl.Problem(rng, R, K, H, mode, E=E, **flags)
+        self.p = p
+        raw = p.data(rng)
+        self.t = {}
+        for k, a in raw.items():
+            dt = DTYPES[scale_dtype] if (k == "scales" and scale_dtype) else DTYPES[dtype]
+            self.t[k] = torch.from_numpy(a).to(dt).requires_grad_(True)
+        self.v64 = {k: t.detach().double().requires_grad_(True) for k, t in self.t.items()}
+        self.idx = torch.from_numpy(p.index())
+        self.expert_idx = torch.from_numpy(p.expert) if "bias" in self.t else None
+        self.g = torch.from_numpy(rng.standard_normal((R, H))).to(DTYPES[dtype])
+
+    def run(self, **override):
+        t = dict(self.t)
+        t.update(override)
+        return moefr.moe_finalize_routing(t["expanded_x"], self.idx, x1=t.get("x1"), x2=t.get("x2"),
+                                          bias=t.get("bias"), scales=t.get("scales"),
+                                          expert_idx=self.expert_idx, drop_pad_mode=self.p.mode)
+
+    def reference(self):
+        out = ref_forward_torch(self.p, self.v64, self.idx, self.expert_idx)
+        names = list(self.v64)
+        grads = torch.autograd.grad(out, [self.v64[n] for n in names], self.g.double())
+        return out.detach(), dict(zip(names, grads))
+
+    def abs_bounds(self, vals=None):
+        """Per-element magnitudes the forward sums, |x1| + |x2| + sum_k |s| (|x_d| + |b_e|), in
+        float64, for the inputs vals (default: this problem's)."""
+        vals = self.v64 if vals is None else vals
+        a = {k: v.detach().double().abs() for k, v in vals.items()}
+        return ref_forward_torch(self.p, a, self.idx, self.expert_idx)
+
+
+class ForwardAndGradients(unittest.TestCase):
+    def setUp(self):
+        self.rng = np.random.default_rng(tl.SEED)
+
+    def check(self, s):
+        out = s.run()
+        self.assertIsInstance(out, torch.Tensor)
+        self.assertEqual(out.dtype, s.t["expanded_x"].dtype)
+        self.assertEqual(tuple(out.shape), (s.p.R, s.p.H))
+        out.backward(s.g)
+        ref_out, ref_g = s.reference()
+        dt = dtype_name(out)
+
+        # Forward: fp64 accumulation, one rounding -> within half an ulp of the output dtype
+        # (plus 1e-12 of the summed magnitudes for the float64 reference's own rounding).
+        slack = 1e-12 * s.abs_bounds().numpy()
+        self.within(out, ref_out.numpy(), 0.5 * tl.ulp(ref_out.numpy(), dt) + slack, "out")
+
+        for name, t in s.t.items():
+            self.assertIsNotNone(t.grad, name)
+            self.assertEqual(t.grad.dtype, t.dtype, name)
+            self.assertEqual(t.grad.shape, t.shape, name)
+            ref = ref_g[name].numpy()
+            gdt = dtype_name(t.grad)
+            if name in ("x1", "x2"):
+                tol = np.zeros_like(ref)  # exactly grad_out
+            elif name == "expanded_x":
+                # One fp32 product g*s rounded once (RNE): exact against the float64
+                # product rounded through fp32 (an fp32 product of these inputs is exact
+                # or singly rounded; the extra rounding to fp16/bf16 is the spec's).
+                r = torch.from_numpy(ref).float().to(t.dtype).double().numpy()
+                np.testing.assert_array_equal(t.grad.double().numpy(), r, err_msg=name)
+                continue
+            elif name == "scales":
+                # SPEC section 4 bound: 1e-5 * sum_j |x_j + b_j| |g_j| + half an ulp.
+                x = s.v64["expanded_x"].detach().reshape(-1, s.p.H)
+                R, K = s.p.R, s.p.K
+                d = torch.from_numpy(s.p.rows).long()
+                xs = torch.where((d >= 0).unsqueeze(-1), x[d.clamp(min=0)], torch.zeros((), dtype=torch.float64))
+                if "bias" in s.v64:
+                    xs = xs + s.v64["bias"].detach()[s.expert_idx.long()]
+                scale = (xs.abs() * s.g.double().abs().unsqueeze(1)).sum(-1).numpy()
+                tol = 1e-5 * scale + 0.5 * tl.ulp(ref, gdt)
+            elif name == "bias":
+                # float64 sums rounded once: half an ulp plus float64 slack.
+                R, K = s.p.R, s.p.K
+                sc = s.v64["scales"].detach().abs() if "scales" in s.v64 else torch.ones((R, K), dtype=torch.float64)
+                mag = torch.zeros((s.p.E, s.p.H), dtype=torch.float64).index_add_(
+                    0, s.expert_idx.reshape(-1).long(),
+                    (sc.unsqueeze(-1) * s.g.double().abs().unsqueeze(1)).reshape(R * K, s.p.H))
+                tol = 0.5 * tl.ulp(ref, gdt) + 1e-12 * mag.numpy()
+            self.within(t.grad, ref, tol, name)
+
+    def within(self, got, ref, tol, name):
+        err = np.abs(got.detach().double().numpy() - ref)
+        bad = ~(err <= tol)  # NaN (a poisoned, unwritten element) counts as bad
+        if bad.any():
+            i = np.unravel_index(np.argmax(bad), bad.shape)
+            self.fail("%s: %d elements off, first at %s: got %r, want %r, tol %g" % (
+                name, bad.sum(), i, float(got.detach().double().numpy()[i]), ref[i], tol[i]))
+
+    def test_modes_dtypes(self):
+        flags = [
+            dict(with_bias=True, with_x1=True, with_x2=True),
+            dict(),
+            dict(with_bias=True),
+            dict(with_scales=False, with_x1=True),
+        ]
+        for mode in range(4):
+            for dtype in DTYPES:
+                for f in flags:
+                    with self.subTest(mode=mode, dtype=dtype, **f):
+                        self.check(Setup(self.rng, mode, dtype, **f))
+
+    def test_larger_and_mixed(self):
+        for mode in range(4):
+            with self.subTest(mode=mode, case="larger"):
+                self.check(Setup(self.rng, mode, "float32", R=40, K=4, H=131, E=9,
+                                 with_bias=True, with_x1=True))
+            with self.subTest(mode=mode, case="bf16 data, fp32 scales"):
+                self.check(Setup(self.rng, mode, "bfloat16", scale_dtype="float32", with_bias=True))
+
+    def test_partial_requires_grad(self):
+        s = Setup(self.rng, 1, "float32", with_bias=True, with_x1=True)
+        for k in ("bias", "x1", "expanded_x"):
+            s.t[k].requires_grad_(False)
+        out = s.run()
+        out.backward(s.g)
+        self.assertIsNotNone(s.t["scales"].grad)
+        for k in ("bias", "x1", "expanded_x"):
+            self.assertIsNone(s.t[k].grad)
+
+    def test_no_grad_and_numpy(self):
+        s = Setup(self.rng, 2, "float32", with_bias=True, with_x1=True)
+        with torch.no_grad():
+            out = s.run()
+        self.assertFalse(out.requires_grad)
+        np_out = moefr.moe_finalize_routing(
+            s.t["expanded_x"].detach().numpy(), s.idx.numpy(), x1=s.t["x1"].detach().numpy(),
+            bias=s.t["bias"].detach().numpy(), scales=s.t["scales"].detach().numpy(),
+            expert_idx=s.expert_idx.numpy(), drop_pad_mode=2)
+        self.assertIsInstance(np_out, np.ndarray)
+        np.testing.assert_array_equal(np_out, out.numpy())
+
+    def test_strided_forward_inputs(self):
+        s = Setup(self.rng, 0, "bfloat16", with_bias=True, with_x1=True, with_x2=True)
+        base = s.run().detach()
+        views = {k: t.detach().t().contiguous().t() if t.dim() == 2 else t.detach() for k, t in s.t.items()}
+        views["expanded_x"] = torch.cat([s.t["expanded_x"].detach()] * 2, 1)[:, s.p.H:]
+        out = s.run(**views).detach()
+        self.assertTrue(torch.equal(out.view(torch.int16), base.view(torch.int16)))
+
+    def test_bias_grad_deterministic(self):
+        s = Setup(self.rng, 3, "float32", R=64, K=4, H=33, E=6, with_bias=True)
+        grads = []
+        for _ in range(3):
+            s.t["bias"].grad = None
+            s.run().backward(s.g)
+            grads.append(s.t["bias"].grad.clone())
+        for g in grads[1:]:
+            self.assertTrue(torch.equal(g.view(torch.int32), grads[0].view(torch.int32)))
+
+    def test_forward_errors(self):
+        s = Setup(self.rng, 0, "float32", with_bias=True)
+        with self.assertRaises(ValueError) as cm:
+            moefr.moe_finalize_routing(s.t["expanded_x"], s.idx, scales=s.t["scales"], drop_pad_mode=4)
+        self.assertEqual(cm.exception.status, 561103)
+        self.assertIn("dropPadMode", str(cm.exception))
+        bad = s.idx.clone()
+        bad[0] = bad[1]
+        with self.assertRaises(ValueError) as cm:
+            moefr.moe_finalize_routing(s.t["expanded_x"], bad, scales=s.t["scales"])
+        self.assertEqual(cm.exception.status, 161002)
+
+
+class Adjoint(unittest.TestCase):
+    """gradcheck-style, but in the operator's own dtypes (float64 is not supported, so
+    torch.autograd.gradcheck's finite differences in float64 cannot run): the forward is
+    linear in each input with the others fixed, so <g, F(v)> must equal <F^T g, v> where F
+    is the library's forward with that input set to v and the rest to zero, and F^T g the
+    library's backward. Both sides are float64 dot products of fp32 results; the tolerance
+    is fp32 rounding (2^-24 relative per element, 4x margin) of the summed magnitudes."""
+
+    def test_adjoint(self):
+        rng = np.random.default_rng(tl.SEED + 7)
+        for mode in range(4):
+            s = Setup(rng, mode, "float32", R=11, K=3, H=19, E=4, with_bias=True, with_x1=True)
+            for name in ("expanded_x", "bias", "scales", "x1"):
+                with self.subTest(mode=mode, input=name):
+                    # Linear in `name`: the other additive inputs are zero (for scales, x1
+                    # only: out = sum_k s_k (x_d + b_e) is linear in s with x and b fixed).
+                    zero = ("x1",) if name == "scales" else tuple(k for k in s.t if k not in (name, "scales"))
+                    args = {k: (torch.zeros_like(t) if k in zero else t.detach().clone()) for k, t in s.t.items()}
+                    args[name] = torch.from_numpy(rng.standard_normal(tuple(s.t[name].shape))).float()
+                    v = args[name].clone()
+                    for t in args.values():
+                        t.requires_grad_(True)
+                    out = s.run(**args)
+                    out.backward(s.g)
+                    lhs = float((s.g.double() * out.detach().double()).sum())
+                    rhs = float((args[name].grad.double() * v.double()).sum())
+                    mag = float((s.g.double().abs() * s.abs_bounds(args)).sum())
+                    self.assertLessEqual(abs(lhs - rhs), 4 * 2.0 ** -24 * mag, (lhs, rhs, mag))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -15,18 +15,22 @@ def _backward_index(idx, mode, R, K):
     return idx
 
 
-def bias_grad(grad_out, scales, expert_idx, num_experts, dtype):
+def bias_grad(grad_out, scales, expert_idx, num_experts, dtype, rows_per_chunk=None):
     """grad_bias[e] = sum over every slot (r, k) routed to e, dropped ones included, of
     scales[r, k] * grad_out[r]. Products and sums are float64 (an fp32 x fp32 product is exact
-    there) and index_add_ adds the slots serially in the fixed order r*K + k, so the result
-    is the same bits on every run; it is rounded once to the bias dtype."""
+    there) and index_add_ adds the slots one after another in the fixed order r*K + k, so
+    the result is the same bits on every run; it is rounded once to the bias dtype. Rows go
+    in chunks so the float64 products never take more than ~32 MB."""
     R, H = grad_out.shape
     K = expert_idx.shape[1]
-    g = grad_out.to(torch.float64).repeat_interleave(K, dim=0)
-    if scales is not None:
-        g = g * scales.to(torch.float64).reshape(R * K, 1)
     acc = torch.zeros((num_experts, H), dtype=torch.float64)
-    acc.index_add_(0, expert_idx.reshape(-1).to(torch.int64), g)
+    chunk = rows_per_chunk or max(1, (1 << 22) // max(1, K * H))
+    for r0 in range(0, R, chunk):
+        r1 = min(R, r0 + chunk)
+        g = grad_out[r0:r1].to(torch.float64).repeat_interleave(K, dim=0)
+        if scales is not None:
+            g = g * scales[r0:r1].to(torch.float64).reshape(-1, 1)
+        acc.index_add_(0, expert_idx[r0:r1].reshape(-1).to(torch.int64), g)
     return acc.to(dtype)
 
 

@@ -195,6 +195,15 @@ class ForwardAndGradients(unittest.TestCase):
         for g in grads[1:]:
             self.assertTrue(torch.equal(g.view(torch.int32), grads[0].view(torch.int32)))
 
+    def test_bias_grad_chunks(self):
+        from moefr import _autograd
+        s = Setup(self.rng, 1, "bfloat16", R=23, K=3, H=17, E=4, with_bias=True)
+        args = (s.g, s.t["scales"].detach(), s.expert_idx, 4, torch.bfloat16)
+        whole = _autograd.bias_grad(*args)
+        for rows in (1, 5, 22):
+            self.assertTrue(torch.equal(_autograd.bias_grad(*args, rows_per_chunk=rows).view(torch.int16),
+                                        whole.view(torch.int16)))
+
     def test_forward_errors(self):
         s = Setup(self.rng, 0, "float32", with_bias=True)
         with self.assertRaises(ValueError) as cm:

@@ -323,6 +323,39 @@ class Errors(unittest.TestCase):
             with self.subTest(kind=kind, error="scales without expanded_x"):
                 self.expect(561002, ["expandedXOptional"], lambda: c.call(expanded_x=None))
 
+    def test_threads(self):
+        """Concurrent callers (ctypes drops the GIL in the library): each gets its own result
+        and its own error message (aclGetRecentErrMsg is per thread)."""
+        import threading
+        cases = [Case(np.random.default_rng(tl.SEED + 10 + i), "torch", "float32", i % 2, R=50, H=300,
+                      with_bias=True) for i in range(4)]
+        want = [c.call() for c in cases]
+        errors, results = [], [None] * len(cases)
+
+        def work(i):
+            try:
+                c = cases[i]
+                for _ in range(20):
+                    got = c.call()
+                    assert all(torch.equal(a, b) for a, b in zip(got, want[i])), "thread %d result" % i
+                    try:
+                        c.call(expanded_row_idx=c.t["expanded_row_idx"][: 7 + i])
+                    except moefr.MoefrError as e:
+                        assert ("got %d" % (7 + i)) in str(e), str(e)
+                    else:
+                        raise AssertionError("no error in thread %d" % i)
+                results[i] = True
+            except Exception as e:  # reported below, in the main thread
+                errors.append(e)
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(len(cases))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        self.assertEqual(results, [True] * len(cases))
+
     def test_unsupported_numpy_dtype(self):
         with self.assertRaises(TypeError):
             moefr.moe_finalize_routing_grad(np.zeros((2, 3), np.float64).astype(np.longdouble),

@@ -489,10 +489,10 @@ static int cmd_grad(int argc, char **argv, int first) {
             rc = make_output(&gx, "grad_expanded_x", gy.dt, x.ndim, x.dims);
         } else if (mode == 1) {
             int64_t d[3] = {E > 0 ? E : 0, C > 0 ? C : 0, H};
-            rc = make_output(&gx, "grad_expanded_x", gy.dt, 3, d);
+            rc = make_output(&gx, "grad_expanded_x (--expert-num x --expert-capacity x H)", gy.dt, 3, d);
         } else {
             int64_t d[2] = {mode == 0 && active > 0 && active < RK ? active : RK, H};
-            rc = make_output(&gx, "grad_expanded_x", gy.dt, 2, d);
+            rc = make_output(&gx, active > 0 ? "grad_expanded_x (--active-num x H)" : "grad_expanded_x", gy.dt, 2, d);
         }
         if (!rc) {
             if (sc.t) {

@@ -5,8 +5,8 @@ from . import _views
 from ._lib import MoefrError, library_path
 from ._ops import moe_finalize_routing_grad
 
-__all__ = ["moe_finalize_routing", "moe_finalize_routing_grad", "MoefrError", "library_path",
-           "version", "isa"]
+__all__ = ["moe_finalize_routing", "moe_finalize_routing_grad", "npu_moe_finalize_routing", "MoefrError",
+           "library_path", "version", "isa"]
 
 __version__ = "0.1.0"
 
@@ -31,6 +31,15 @@ def moe_finalize_routing(expanded_x, expanded_row_idx, x1=None, x2=None, bias=No
         return _autograd.apply(*args, drop_pad_mode)
     from ._ops import finalize_routing_forward
     return finalize_routing_forward(*args, drop_pad_mode=drop_pad_mode)
+
+
+def npu_moe_finalize_routing(expanded_permuted_rows, skip1, skip2, bias, scales, expanded_src_to_dst_row,
+                             export_for_source_row, drop_pad_mode=0):
+    """moe_finalize_routing with torch_npu's argument order and names, so code written for
+    torch_npu.npu_moe_finalize_routing runs unchanged on CPU (and is differentiable here)."""
+    return moe_finalize_routing(expanded_permuted_rows, expanded_src_to_dst_row, x1=skip1, x2=skip2,
+                                bias=bias, scales=scales, expert_idx=export_for_source_row,
+                                drop_pad_mode=drop_pad_mode)
 
 
 def version():

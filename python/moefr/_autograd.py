@@ -3,6 +3,7 @@ and a backward built on aclnnMoeFinalizeRoutingV2Grad plus exact x1/x2/bias grad
 
 import numpy as np
 import torch
+from torch.autograd.function import once_differentiable
 
 from . import _ops
 
@@ -46,6 +47,7 @@ class MoeFinalizeRouting(torch.autograd.Function):
         return out
 
     @staticmethod
+    @once_differentiable  # the library's gradients are not themselves differentiable
     def backward(ctx, grad_out):
         x, idx, bias, scales, expert_idx = ctx.saved_tensors
         need_x, _, need_x1, need_x2, need_b, need_s = ctx.needs_input_grad[:6]

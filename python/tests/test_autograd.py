@@ -195,6 +195,20 @@ class ForwardAndGradients(unittest.TestCase):
         for g in grads[1:]:
             self.assertTrue(torch.equal(g.view(torch.int32), grads[0].view(torch.int32)))
 
+    def test_torch_npu_signature(self):
+        s = Setup(self.rng, 0, "float32", with_bias=True, with_x1=True, with_x2=True)
+        t = {k: v.detach() for k, v in s.t.items()}
+        a = moefr.npu_moe_finalize_routing(t["expanded_x"], t["x1"], t["x2"], t["bias"], t["scales"], s.idx,
+                                           s.expert_idx)
+        self.assertTrue(torch.equal(a, s.run().detach()))
+
+    def test_double_backward_refused(self):
+        s = Setup(self.rng, 0, "float32")
+        out = s.run()
+        (gx,) = torch.autograd.grad(out, [s.t["expanded_x"]], s.g, create_graph=True)
+        with self.assertRaises(RuntimeError):
+            gx.sum().backward()
+
     def test_bias_grad_chunks(self):
         from moefr import _autograd
         s = Setup(self.rng, 1, "bfloat16", R=23, K=3, H=17, E=4, with_bias=True)

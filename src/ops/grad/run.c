@@ -128,7 +128,10 @@ aclnnStatus mf_grad_run(const void *vplan, void *workspace) {
     const grad_plan *p = vplan;
     aclnnStatus rc = mf_isa_check(OP);
     if (rc != ACLNN_SUCCESS) return rc;
-    if (p->N == 0) return ACLNN_SUCCESS; /* R = 0 or K = 0: nothing to write */
+    if (p->N == 0) { /* R = 0 writes nothing; K = 0 names no drop-pad row, so all are +0.0 */
+        if (p->mode == 1 && p->R > 0) memset(p->gx, 0, (size_t)(p->D0 * p->H) * p->es);
+        return ACLNN_SUCCESS;
+    }
     char *ws = mf_align64(workspace);
     uint64_t *seen = (uint64_t *)(ws + p->ws_bitmap);
     rc = mf_check_index(OP, "expandedRowIdx", &p->idx, p->N, 0, p->mode == 1 ? -1 : 0, p->bits, seen);

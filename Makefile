@@ -50,5 +50,11 @@ test: test-ctest
 test-ctest: test-deps build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
+# The benchmark table (docs/BENCHMARKS.md); BENCH_ARGS=--quick for a short run.
+BENCH_ARGS ?=
+.PHONY: bench
+bench: build
+	$(BUILD)/moefr_bench $(BENCH_ARGS)
+
 clean:
 	rm -rf $(BUILD) build-*

@@ -158,6 +158,35 @@ static void check_table(const mf_ukernels *t, const char *tname, int dt, size_t 
             if (!same_bits_dt(dt, o1, o2, cap) || !same_acc(a1, a2))
                 FAIL("%s scale_dot %s n=%zu mis=%zu pattern %d nt=%d differs", tname, dtn[dt], n, mis, pat, nt);
         }
+    /* multi-slot: q kept slots over the same g, each with its own rows (one
+     * misalignment per size keeps the run short) */
+    for (int q = 1; q <= MF_MULTI && mis == n % 4; q++)
+        for (int withb = 0; withb < 2; withb++) {
+            int nt = (int)(rnd() & 1);
+            char *m1 = aligned_alloc(64, cap * (size_t)q), *m2 = aligned_alloc(64, cap * (size_t)q);
+            char *mxs = aligned_alloc(64, cap * (size_t)q), *mbs = aligned_alloc(64, cap * (size_t)q);
+            void *o1p[MF_MULTI], *o2p[MF_MULTI];
+            const void *xp[MF_MULTI], *bp[MF_MULTI];
+            float sv[MF_MULTI];
+            double a1[MF_MULTI][8], a2[MF_MULTI][8];
+            memset(m1, 0x5A, cap * (size_t)q), memset(m2, 0x5A, cap * (size_t)q);
+            for (int i = 0; i < q; i++) {
+                size_t om = nt && i % 2 == 0 ? 0 : (omis + (size_t)i) % 32; /* some aligned, some not */
+                o1p[i] = m1 + cap * (size_t)i + om * es, o2p[i] = m2 + cap * (size_t)i + om * es;
+                char *xi = mxs + cap * (size_t)i + (size_t)i % 3 * es, *bi = mbs + cap * (size_t)i + (size_t)i % 5 * es;
+                for (size_t j = 0; j < n; j++) put(dt, xi, j, rnd_val(dt)), put(dt, bi, j, rnd_val(dt));
+                xp[i] = xi, bp[i] = bi;
+                sv[i] = i == 0 ? s : rnd_val(MF_F32);
+                for (int l = 0; l < 8; l++) a1[i][l] = a2[i][l] = (double)rnd_val(MF_F32);
+            }
+            mf_ukernels_scalar.scale_dot_multi[dt](g, n, q, sv, o1p, xp, withb ? bp : NULL, a1, nt);
+            t->scale_dot_multi[dt](g, n, q, sv, o2p, xp, withb ? bp : NULL, a2, nt);
+            t->fence();
+            int ok = same_bits_dt(dt, m1, m2, cap * (size_t)q);
+            for (int i = 0; i < q; i++) ok = ok && same_acc(a1[i], a2[i]);
+            if (!ok) FAIL("%s scale_dot_multi %s n=%zu q=%d bias=%d nt=%d differs", tname, dtn[dt], n, q, withb, nt);
+            free(m1), free(m2), free(mxs), free(mbs);
+        }
     /* copy */
     for (int nt = 0; nt < 2; nt++) {
         memset(o1, 0x5A, cap), memset(o2, 0x5A, cap);

@@ -86,6 +86,59 @@ MF_INLINE void sd_body(mf_dt dt, const void *g, float s, void *out, const void *
         mf_scale_dot_tail(dt, g, s, has_out ? out : NULL, has_x ? x : NULL, has_b ? b : NULL, j, n, acc);
 }
 
+/* Q kept slots at once (Q a constant 1..4): g is loaded and widened once per
+ * 8 elements, and the Q accumulator pairs are independent dependency chains. */
+MF_INLINE void multi_body(mf_dt dt, const int Q, const int has_b, const void *g, size_t n, const float *s,
+                          void *const *out, const void *const *x, const void *const *b, double (*acc)[8], int nt) {
+    const size_t vec_bytes = dt == MF_F32 ? 32 : 16;
+    for (int i = 0; i < Q; i++)
+        if ((uintptr_t)out[i] & (vec_bytes - 1)) nt = 0;
+    __m256d a0[4], a1[4];
+    for (int i = 0; i < Q; i++) a0[i] = _mm256_loadu_pd(acc[i]), a1[i] = _mm256_loadu_pd(acc[i] + 4);
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m256 gv = ld8(dt, g, j);
+        __m256d glo = _mm256_cvtps_pd(_mm256_castps256_ps128(gv)), ghi = _mm256_cvtps_pd(_mm256_extractf128_ps(gv, 1));
+        for (int i = 0; i < Q; i++) {
+            st8(dt, out[i], j, _mm256_mul_ps(gv, _mm256_set1_ps(s[i])), nt);
+            __m256 xv = ld8(dt, x[i], j);
+            __m256d tlo = _mm256_cvtps_pd(_mm256_castps256_ps128(xv)), thi = _mm256_cvtps_pd(_mm256_extractf128_ps(xv, 1));
+            if (has_b) {
+                __m256 bv = ld8(dt, b[i], j);
+                tlo = _mm256_add_pd(tlo, _mm256_cvtps_pd(_mm256_castps256_ps128(bv)));
+                thi = _mm256_add_pd(thi, _mm256_cvtps_pd(_mm256_extractf128_ps(bv, 1)));
+            }
+            a0[i] = _mm256_add_pd(a0[i], _mm256_mul_pd(tlo, glo));
+            a1[i] = _mm256_add_pd(a1[i], _mm256_mul_pd(thi, ghi));
+        }
+    }
+    for (int i = 0; i < Q; i++) _mm256_storeu_pd(acc[i], a0[i]), _mm256_storeu_pd(acc[i] + 4, a1[i]);
+    if (j < n)
+        for (int i = 0; i < Q; i++) mf_scale_dot_tail(dt, g, s[i], out[i], x[i], has_b ? b[i] : NULL, j, n, acc[i]);
+}
+
+/* 16 YMM registers hold at most 4 slots' accumulators: larger q runs in fours. */
+#define MF_MULTI_FN(NAME, DT)                                                                          \
+    static void NAME(const void *g, size_t n, int q, const float *s, void *const *out, const void *const *x, \
+                     const void *const *b, double (*acc)[8], int nt) {                                   \
+        for (; q > 4; q -= 4, s += 4, out += 4, x += 4, b = b ? b + 4 : NULL, acc += 4)                   \
+            NAME(g, n, 4, s, out, x, b, acc, nt);                                                        \
+        switch (q * 2 + (b != NULL)) {                                                                   \
+        case 2: multi_body(DT, 1, 0, g, n, s, out, x, b, acc, nt); break;                                \
+        case 3: multi_body(DT, 1, 1, g, n, s, out, x, b, acc, nt); break;                                \
+        case 4: multi_body(DT, 2, 0, g, n, s, out, x, b, acc, nt); break;                                \
+        case 5: multi_body(DT, 2, 1, g, n, s, out, x, b, acc, nt); break;                                \
+        case 6: multi_body(DT, 3, 0, g, n, s, out, x, b, acc, nt); break;                                \
+        case 7: multi_body(DT, 3, 1, g, n, s, out, x, b, acc, nt); break;                                \
+        case 8: multi_body(DT, 4, 0, g, n, s, out, x, b, acc, nt); break;                                \
+        case 9: multi_body(DT, 4, 1, g, n, s, out, x, b, acc, nt); break;                                \
+        default: break;                                                                                  \
+        }                                                                                                \
+    }
+MF_MULTI_FN(multi_f32, MF_F32)
+MF_MULTI_FN(multi_f16, MF_F16)
+MF_MULTI_FN(multi_bf16, MF_BF16)
+
 /* One entry per dtype; each (out, x, b) presence pattern gets its own
  * specialised loop so the hot loop carries no tests. */
 #define MF_SD(NAME, DT)                                                                              \
@@ -140,6 +193,7 @@ const mf_ukernels mf_ukernels_avx2 = {
     {sd_f32_scale, sd_f16_scale, sd_bf16_scale},
     {sd_f32_dot, sd_f16_dot, sd_bf16_dot},
     {sd_f32, sd_f16, sd_bf16},
+    {multi_f32, multi_f16, multi_bf16},
     copy_avx2,
     fence_sfence,
 };

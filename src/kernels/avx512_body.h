@@ -95,6 +95,65 @@ MF_INLINE void sd_body(mf_dt dt, const void *g, float s, void *out, const void *
         mf_scale_dot_tail(dt, g, s, has_out ? out : NULL, has_x ? x : NULL, has_b ? b : NULL, j, n, acc);
 }
 
+/* Q kept slots at once (Q a constant 1..8): g is loaded and widened once per
+ * 16 elements, and the Q accumulators are independent dependency chains. */
+MF_INLINE void multi_body(mf_dt dt, const int Q, const int has_b, const void *g, size_t n, const float *s,
+                          void *const *out, const void *const *x, const void *const *b, double (*acc)[8], int nt) {
+    const size_t vec_bytes = dt == MF_F32 ? 64 : 32;
+    for (int i = 0; i < Q; i++)
+        if ((uintptr_t)out[i] & (vec_bytes - 1)) nt = 0;
+    __m512d a[8];
+    __m512 vs[8];
+    for (int i = 0; i < Q; i++) a[i] = _mm512_loadu_pd(acc[i]), vs[i] = _mm512_set1_ps(s[i]);
+    size_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        __m512 gv = ld16(dt, g, j);
+        __m512d glo = lo8(gv), ghi = hi8(gv);
+        for (int i = 0; i < Q; i++) {
+            st16(dt, out[i], j, _mm512_mul_ps(gv, vs[i]), nt);
+            __m512 xv = ld16(dt, x[i], j);
+            __m512d tlo = lo8(xv), thi = hi8(xv);
+            if (has_b) {
+                __m512 bv = ld16(dt, b[i], j);
+                tlo = _mm512_add_pd(tlo, lo8(bv));
+                thi = _mm512_add_pd(thi, hi8(bv));
+            }
+            a[i] = _mm512_add_pd(a[i], _mm512_mul_pd(tlo, glo));
+            a[i] = _mm512_add_pd(a[i], _mm512_mul_pd(thi, ghi));
+        }
+    }
+    for (int i = 0; i < Q; i++) _mm512_storeu_pd(acc[i], a[i]);
+    if (j < n)
+        for (int i = 0; i < Q; i++) mf_scale_dot_tail(dt, g, s[i], out[i], x[i], has_b ? b[i] : NULL, j, n, acc[i]);
+}
+
+#define MF_MULTI_FN(NAME, DT)                                                                          \
+    static void NAME(const void *g, size_t n, int q, const float *s, void *const *out, const void *const *x, \
+                     const void *const *b, double (*acc)[8], int nt) {                                   \
+        switch (q * 2 + (b != NULL)) {                                                                   \
+        case 2: multi_body(DT, 1, 0, g, n, s, out, x, b, acc, nt); break;                                \
+        case 3: multi_body(DT, 1, 1, g, n, s, out, x, b, acc, nt); break;                                \
+        case 4: multi_body(DT, 2, 0, g, n, s, out, x, b, acc, nt); break;                                \
+        case 5: multi_body(DT, 2, 1, g, n, s, out, x, b, acc, nt); break;                                \
+        case 6: multi_body(DT, 3, 0, g, n, s, out, x, b, acc, nt); break;                                \
+        case 7: multi_body(DT, 3, 1, g, n, s, out, x, b, acc, nt); break;                                \
+        case 8: multi_body(DT, 4, 0, g, n, s, out, x, b, acc, nt); break;                                \
+        case 9: multi_body(DT, 4, 1, g, n, s, out, x, b, acc, nt); break;                                \
+        case 10: multi_body(DT, 5, 0, g, n, s, out, x, b, acc, nt); break;                               \
+        case 11: multi_body(DT, 5, 1, g, n, s, out, x, b, acc, nt); break;                               \
+        case 12: multi_body(DT, 6, 0, g, n, s, out, x, b, acc, nt); break;                               \
+        case 13: multi_body(DT, 6, 1, g, n, s, out, x, b, acc, nt); break;                               \
+        case 14: multi_body(DT, 7, 0, g, n, s, out, x, b, acc, nt); break;                               \
+        case 15: multi_body(DT, 7, 1, g, n, s, out, x, b, acc, nt); break;                               \
+        case 16: multi_body(DT, 8, 0, g, n, s, out, x, b, acc, nt); break;                               \
+        case 17: multi_body(DT, 8, 1, g, n, s, out, x, b, acc, nt); break;                               \
+        default: break;                                                                                  \
+        }                                                                                                \
+    }
+MF_MULTI_FN(multi_f32, MF_F32)
+MF_MULTI_FN(multi_f16, MF_F16)
+MF_MULTI_FN(multi_bf16, MF_BF16)
+
 #define MF_SD(NAME, DT)                                                                              \
     static void NAME(const void *g, float s, void *out, const void *x, const void *b, size_t n,        \
                      double acc[8], int nt) {                                                          \

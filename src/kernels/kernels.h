@@ -10,6 +10,8 @@
 /* Data dtypes the operators compute on, as table indices. */
 typedef enum { MF_F32 = 0, MF_F16 = 1, MF_BF16 = 2, MF_NUM_DT = 3 } mf_dt;
 
+#define MF_MULTI 8
+
 typedef struct mf_ukernels {
     const char *isa;
     /* out[j] = round_to_dt(g[j] * s), the product formed in fp32. */
@@ -24,6 +26,12 @@ typedef struct mf_ukernels {
      * the results. Same bits as scale then dot. */
     void (*scale_dot[MF_NUM_DT])(const void *g, float s, void *out, const void *x, const void *b, size_t n,
                                  double acc[8], int nt);
+    /* scale_dot for q (1..MF_MULTI) kept slots of one token over the same g
+     * tile: out[i] and x[i] not NULL; b NULL, or b[i] not NULL. Each slot's
+     * sums keep their fixed order; interleaving independent slots hides the
+     * latency of that order's serial adds. */
+    void (*scale_dot_multi[MF_NUM_DT])(const void *g, size_t n, int q, const float *s, void *const *out,
+                                       const void *const *x, const void *const *b, double (*acc)[8], int nt);
     /* memcpy, with streaming stores when nt (then fence() before publishing). */
     void (*copy)(void *dst, const void *src, size_t bytes, int nt);
     /* Orders earlier streaming stores before later stores (sfence on x86). */

@@ -53,6 +53,15 @@ MF_SCALE_DOT(scale_dot_f32, scale_f32, dot_f32)
 MF_SCALE_DOT(scale_dot_f16, scale_f16, dot_f16)
 MF_SCALE_DOT(scale_dot_bf16, scale_bf16, dot_bf16)
 
+#define MF_SCALE_DOT_MULTI(NAME, SD)                                                          \
+    static void NAME(const void *g, size_t n, int q, const float *s, void *const *out, const void *const *x, \
+                     const void *const *b, double (*acc)[8], int nt) {                                   \
+        for (int i = 0; i < q; i++) SD(g, s[i], out[i], x[i], b ? b[i] : NULL, n, acc[i], nt);          \
+    }
+MF_SCALE_DOT_MULTI(multi_f32, scale_dot_f32)
+MF_SCALE_DOT_MULTI(multi_f16, scale_dot_f16)
+MF_SCALE_DOT_MULTI(multi_bf16, scale_dot_bf16)
+
 static void copy_plain(void *dst, const void *src, size_t bytes, int nt) {
     (void)nt;
     if (bytes) memcpy(dst, src, bytes);
@@ -65,6 +74,7 @@ const mf_ukernels mf_ukernels_scalar = {
     {scale_f32, scale_f16, scale_bf16},
     {dot_f32, dot_f16, dot_bf16},
     {scale_dot_f32, scale_dot_f16, scale_dot_bf16},
+    {multi_f32, multi_f16, multi_bf16},
     copy_plain,
     fence_none,
 };

@@ -54,31 +54,53 @@ static void token_slots(const grad_ctx *c, int64_t r, const char *g, int64_t k0,
     const int64_t H = p->H, es = (int64_t)p->es, row_bytes = H * es;
     void (*sd)(const void *, float, void *, const void *, const void *, size_t, double *, int) =
         c->uk->scale_dot[p->dt];
-    char *out[MF_KMAX];
-    const char *xr[MF_KMAX], *br[MF_KMAX];
+    /* Kept slots first (they go through the multi-slot kernel, MF_MULTI at a
+     * time), then dropped slots that still owe a bias dot; slot[] maps back. */
+    void *out[MF_KMAX];
+    const void *xr[MF_KMAX], *br[MF_KMAX];
     float s[MF_KMAX];
     double acc[MF_KMAX][8];
+    int slot[MF_KMAX], nkept = 0, ndrop = 0;
     const int64_t nk = k1 - k0;
     for (int64_t q = 0; q < nk; q++) {
-        int64_t i = r * p->K + k0 + q;
-        int32_t d = mf_small_i32(&p->idx, i, 0);
-        bool kept = kept_row(p, d);
-        out[q] = kept ? p->gx + d * row_bytes : NULL;
-        xr[q] = kept ? mf_row(&c->x, d) : NULL;
-        br[q] = p->has_bias ? mf_row(&c->bias, mf_small_i32(&p->eidx, r, k0 + q)) : NULL;
-        s[q] = mf_small_f32(&p->scales, r, k0 + q);
-        memset(acc[q], 0, sizeof acc[q]);
+        int32_t d = mf_small_i32(&p->idx, r * p->K + k0 + q, 0);
+        if (!kept_row(p, d)) continue;
+        out[nkept] = p->gx + d * row_bytes;
+        xr[nkept] = mf_row(&c->x, d);
+        slot[nkept++] = (int)q;
     }
+    if (p->has_bias) /* dropped slots, after the kept ones */
+        for (int64_t q = 0, m = 0; q < nk; q++) {
+            if (m < nkept && slot[m] == (int)q) { m++; continue; }
+            slot[nkept + ndrop++] = (int)q;
+        }
+    const int nslots = nkept + ndrop;
+    for (int i = 0; i < nslots; i++) {
+        s[i] = mf_small_f32(&p->scales, r, k0 + slot[i]);
+        br[i] = p->has_bias ? mf_row(&c->bias, mf_small_i32(&p->eidx, r, k0 + slot[i])) : NULL;
+        memset(acc[i], 0, sizeof acc[i]);
+    }
+    void *mo[MF_KMAX];
+    const void *mx[MF_KMAX], *mb[MF_KMAX];
     for (int64_t j0 = 0; j0 < H; j0 += c->tile) {
         const int64_t n = H - j0 < c->tile ? H - j0 : c->tile, off = j0 * es;
-        for (int64_t q = 0; q < nk; q++)
-            if (out[q] || br[q])
-                sd(g + off, s[q], out[q] ? out[q] + off : NULL, xr[q] ? xr[q] + off : NULL,
-                   br[q] ? br[q] + off : NULL, (size_t)n, acc[q], c->nt);
+        void *const *po = out;
+        const void *const *px = xr, *const *pb = br;
+        if (off) { /* later tiles: the same rows, further in */
+            for (int i = 0; i < nkept; i++) mo[i] = (char *)out[i] + off, mx[i] = (const char *)xr[i] + off;
+            for (int i = 0; p->has_bias && i < nslots; i++) mb[i] = (const char *)br[i] + off;
+            po = mo, px = mx, pb = mb;
+        }
+        for (int k = 0; k < nkept; k += MF_MULTI)
+            c->uk->scale_dot_multi[p->dt](g + off, (size_t)n, nkept - k < MF_MULTI ? nkept - k : MF_MULTI, s + k,
+                                          po + k, px + k, p->has_bias ? pb + k : NULL, acc + k, c->nt);
+        for (int i = nkept; i < nslots; i++) sd(g + off, s[i], NULL, NULL, pb[i], (size_t)n, acc[i], c->nt);
     }
     const int64_t gs_es = (int64_t)mf_dtype_size(p->gs_dtype);
-    for (int64_t q = 0; q < nk; q++)
-        mf_store_f64(p->gs + (r * p->K + k0 + q) * gs_es, p->gs_dtype, mf_reduce8(acc[q]));
+    char *gs = p->gs + (r * p->K + k0) * gs_es;
+    if (nslots < nk) /* dropped slots without bias: empty sums */
+        for (int64_t q = 0; q < nk; q++) mf_store_f64(gs + q * gs_es, p->gs_dtype, 0.0);
+    for (int i = 0; i < nslots; i++) mf_store_f64(gs + slot[i] * gs_es, p->gs_dtype, mf_reduce8(acc[i]));
 }
 
 /* gradExpandedX rows and gradScales entries of tokens [r0, r1). */

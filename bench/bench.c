@@ -1,0 +1,509 @@
+/* bench.c - the moefr benchmark: aclnnMoeFinalizeRoutingV2Grad's speed against a
+ * multi-threaded memcpy of the same bytes measured in the same run, and PyTorch.
+ *
+ * Entry point, shared by `make bench` (bench/main.c) and the `moefr bench` CLI:
+ *     int moefr_bench_main(int argc, char **argv);   (argv[0] is a program name)
+ * It uses only the public API (CANN headers + moefr/moefr.h) and returns 0 on
+ * success, 1 when a result was wrong (e.g. PyTorch's gradExpandedX differs),
+ * 2 on a usage error. Options (see --help): --quick, --reps N, --shape
+ * R,K,H,dtype (repeatable; replaces the default table), --no-torch,
+ * --no-threads, --markdown. The 1-thread column is measured in a fork()ed child
+ * with MOEFR_NUM_THREADS=1, so call this before anything else in the process
+ * has run an operator (the pool reads MOEFR_NUM_THREADS once).
+ * PyTorch: runs bench/torch_ref.py (MOEFR_BENCH_TORCH overrides the path) with
+ * /usr/bin/python3; it loads the same libmoefr via ctypes (MOEFR_LIBRARY
+ * overrides the path found with dladdr). */
+#define _GNU_SOURCE 1
+#include <dlfcn.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "acl/acl.h"
+#include "aclnnop/aclnn_moe_finalize_routing_v2_grad.h"
+#include "moefr/moefr.h"
+
+#ifndef MOEFR_SOURCE_DIR
+#define MOEFR_SOURCE_DIR "."
+#endif
+
+int moefr_bench_main(int argc, char **argv);
+
+static int g_reps = 5;
+static int g_markdown;
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static size_t esz(aclDataType d) { return d == ACL_FLOAT ? 4 : 2; }
+static const char *dname(aclDataType d) { return d == ACL_FLOAT ? "fp32" : d == ACL_BF16 ? "bf16" : "fp16"; }
+
+/* ---- multi-threaded memcpy: the bandwidth yardstick ---- */
+typedef struct cpy { char *dst; const char *src; size_t n; } cpy;
+static void *cpy_thread(void *a) {
+    cpy *c = a;
+    memcpy(c->dst, c->src, c->n);
+    return NULL;
+}
+static double copy_once(char *dst, const char *src, size_t n, int threads) {
+    pthread_t th[256];
+    cpy parts[256];
+    if (threads > 256) threads = 256;
+    size_t per = (n / (size_t)threads + 63) & ~(size_t)63;
+    double t0 = now();
+    int started = 0;
+    for (int i = 0; i < threads; i++) {
+        size_t off = per * (size_t)i;
+        if (off >= n) break;
+        parts[i] = (cpy){dst + off, src + off, off + per > n ? n - off : per};
+        if (i == threads - 1 || pthread_create(&th[i], NULL, cpy_thread, &parts[i]) != 0) cpy_thread(&parts[i]);
+        else started = i + 1;
+    }
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    return now() - t0;
+}
+
+/* ---- one problem: mode 0, scales, row-layout permutation ---- */
+typedef struct prob {
+    int64_t R, K, H;
+    aclDataType dt;
+    char *gy, *x, *gx, *gs, *sc;
+    int32_t *idx;
+    void *ws;
+    uint64_t ws_size;
+} prob;
+
+/* Device memory as a CANN program gets it: aclrtMalloc with the huge-page hint. */
+static void *dev_alloc(size_t n) {
+    void *p = NULL;
+    return aclrtMalloc(&p, n ? n : 1, ACL_MEM_MALLOC_HUGE_FIRST) == ACL_SUCCESS ? p : NULL;
+}
+static void dev_free(void *p) {
+    if (p) aclrtFree(p);
+}
+
+static uint64_t g_rng = 88172645463325252ull;
+static uint32_t rnd(void) {
+    g_rng ^= g_rng << 13, g_rng ^= g_rng >> 7, g_rng ^= g_rng << 17;
+    return (uint32_t)g_rng;
+}
+static void fill(aclDataType dt, char *p, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        float v = (float)((int32_t)rnd() % 2000) / 1024.0f;
+        if (dt == ACL_FLOAT) memcpy(p + i * 4, &v, 4);
+        else {
+            uint32_t u;
+            memcpy(&u, &v, 4);
+            uint16_t h = dt == ACL_BF16 ? (uint16_t)(u >> 16) : (uint16_t)(0x3C00 | (rnd() & 0x3FF));
+            memcpy(p + i * 2, &h, 2);
+        }
+    }
+}
+
+static int prob_make(prob *p, int64_t R, int64_t K, int64_t H, aclDataType dt) {
+    memset(p, 0, sizeof *p);
+    p->R = R, p->K = K, p->H = H, p->dt = dt;
+    size_t es = esz(dt), N = (size_t)(R * K);
+    p->gy = dev_alloc((size_t)(R * H) * es + 64);
+    p->x = dev_alloc(N * (size_t)H * es + 64);
+    p->gx = dev_alloc(N * (size_t)H * es + 64);
+    p->gs = dev_alloc(N * es + 64);
+    p->sc = dev_alloc(N * es + 64);
+    p->idx = dev_alloc(N * 4 + 64);
+    if (!p->gy || !p->x || !p->gx || !p->gs || !p->sc || !p->idx) return -1;
+    fill(dt, p->gy, R * H);
+    fill(dt, p->x, (int64_t)N * H);
+    fill(dt, p->sc, (int64_t)N);
+    memset(p->gx, 0, N * (size_t)H * es); /* fault the pages in before timing */
+    for (size_t i = 0; i < N; i++) p->idx[i] = (int32_t)i;
+    for (size_t i = N - 1; i > 0; i--) { /* random permutation: gathers hit random rows */
+        size_t j = ((uint64_t)rnd() << 32 | rnd()) % (i + 1);
+        int32_t t = p->idx[i]; p->idx[i] = p->idx[j]; p->idx[j] = t;
+    }
+    return 0;
+}
+
+static void prob_free(prob *p) {
+    dev_free(p->gy), dev_free(p->x), dev_free(p->gx), dev_free(p->gs), dev_free(p->sc), dev_free(p->idx);
+    dev_free(p->ws);
+    memset(p, 0, sizeof *p);
+}
+
+/* Phase 1 + phase 2 once; seconds, or -1 on a status (printed). hzero runs the
+ * same index and scales with H = 0: validation and bookkeeping only. */
+static double prob_run(prob *p, int hzero) {
+    int64_t H = hzero ? 0 : p->H, N = p->R * p->K;
+    int64_t d_gy[2] = {p->R, H}, d_idx[1] = {N}, d_x[2] = {N, H}, d_rk[2] = {p->R, p->K};
+    aclTensor *tgy = aclCreateTensor(d_gy, 2, p->dt, NULL, 0, ACL_FORMAT_ND, d_gy, 2, p->gy);
+    aclTensor *tidx = aclCreateTensor(d_idx, 1, ACL_INT32, NULL, 0, ACL_FORMAT_ND, d_idx, 1, p->idx);
+    aclTensor *tx = aclCreateTensor(d_x, 2, p->dt, NULL, 0, ACL_FORMAT_ND, d_x, 2, p->x);
+    aclTensor *ts = aclCreateTensor(d_rk, 2, p->dt, NULL, 0, ACL_FORMAT_ND, d_rk, 2, p->sc);
+    aclTensor *tgx = aclCreateTensor(d_x, 2, p->dt, NULL, 0, ACL_FORMAT_ND, d_x, 2, p->gx);
+    aclTensor *tgs = aclCreateTensor(d_rk, 2, p->dt, NULL, 0, ACL_FORMAT_ND, d_rk, 2, p->gs);
+    double t = -1;
+    uint64_t wsz = 0;
+    aclOpExecutor *ex = NULL;
+    double t0 = now();
+    int rc = aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize(tgy, tidx, tx, ts, NULL, NULL, 0, 0, 0, 0, tgx, tgs, &wsz,
+                                                           &ex);
+    if (rc == 0 && wsz > p->ws_size) { /* allocated outside the timed span on the first run */
+        double t1 = now();
+        dev_free(p->ws);
+        p->ws = dev_alloc(wsz);
+        memset(p->ws, 0, wsz);
+        p->ws_size = wsz;
+        t0 += now() - t1;
+    }
+    if (rc == 0) rc = aclnnMoeFinalizeRoutingV2Grad(p->ws, wsz, ex, NULL);
+    if (rc == 0) t = now() - t0;
+    else fprintf(stderr, "bench: status %d: %s\n", rc, aclGetRecentErrMsg());
+    aclDestroyTensor(tgy), aclDestroyTensor(tidx), aclDestroyTensor(tx);
+    aclDestroyTensor(ts), aclDestroyTensor(tgx), aclDestroyTensor(tgs);
+    return t;
+}
+
+typedef struct result {
+    double ms, gbs, copy_gbs, ratio, validate_pct;
+    int threads;
+} result;
+
+static double min_of(const double *v, int n) {
+    double m = v[0];
+    for (int i = 1; i < n; i++) m = v[i] < m ? v[i] : m;
+    return m;
+}
+
+/* Best of g_reps for the operator and for the copy, interleaved so that load
+ * from other processes hits both alike. */
+static int measure(prob *p, result *out, int with_validate) {
+    const size_t es = esz(p->dt);
+    const double bytes = (double)(p->R * p->H + 2 * p->R * p->K * p->H) * (double)es;
+    const size_t half = (size_t)(bytes / 2);
+    const int threads = moefrNumThreads();
+    char *src = dev_alloc(half + 64), *dst = dev_alloc(half + 64);
+    if (!src || !dst) return -1;
+    memset(src, 1, half), memset(dst, 2, half);
+    double op[64] = {0}, cp[64] = {0}, hz[64] = {0};
+    int reps = g_reps > 64 ? 64 : g_reps;
+    if (prob_run(p, 0) < 0) return -1; /* warm-up: pool start, page faults */
+    copy_once(dst, src, half, threads);
+    for (int i = 0; i < reps; i++) {
+        op[i] = prob_run(p, 0);
+        cp[i] = copy_once(dst, src, half, threads);
+        hz[i] = with_validate ? prob_run(p, 1) : 0;
+        if (op[i] < 0) return -1;
+    }
+    dev_free(src), dev_free(dst);
+    double t = min_of(op, reps), c = min_of(cp, reps);
+    out->ms = t * 1e3;
+    out->gbs = bytes / t / 1e9;
+    out->copy_gbs = (double)(2 * half) / c / 1e9;
+    out->ratio = out->gbs / out->copy_gbs;
+    out->validate_pct = with_validate ? 100.0 * min_of(hz, reps) / t : -1;
+    out->threads = threads;
+    return 0;
+}
+
+static void row_head(void) {
+    if (g_markdown) {
+        printf("| shape R,K,H | dtype | ISA | threads | ms | GB/s | copy GB/s | ratio | validate+overhead %% |\n");
+        printf("|---|---|---|---|---|---|---|---|---|\n");
+    } else {
+        printf("%-18s %-5s %-7s %4s %10s %8s %10s %7s %10s\n", "shape R,K,H", "dtype", "ISA", "thr", "ms", "GB/s",
+               "copy GB/s", "ratio", "valid.%");
+    }
+}
+static void row(const prob *p, const result *r) {
+    char shape[64];
+    snprintf(shape, sizeof shape, "%lld,%lld,%lld", (long long)p->R, (long long)p->K, (long long)p->H);
+    char v[32] = "-";
+    if (r->validate_pct >= 0) snprintf(v, sizeof v, "%.2f", r->validate_pct);
+    if (g_markdown)
+        printf("| %s | %s | %s | %d | %.3f | %.2f | %.2f | %.3f | %s |\n", shape, dname(p->dt), moefrIsa(),
+               r->threads, r->ms, r->gbs, r->copy_gbs, r->ratio, v);
+    else
+        printf("%-18s %-5s %-7s %4d %10.3f %8.2f %10.2f %7.3f %10s\n", shape, dname(p->dt), moefrIsa(), r->threads,
+               r->ms, r->gbs, r->copy_gbs, r->ratio, v);
+    fflush(stdout);
+}
+
+static int bench_shape(int64_t R, int64_t K, int64_t H, aclDataType dt, result *r) {
+    prob p;
+    if (prob_make(&p, R, K, H, dt) != 0) {
+        fprintf(stderr, "bench: out of memory for %lld,%lld,%lld\n", (long long)R, (long long)K, (long long)H);
+        prob_free(&p);
+        return -1;
+    }
+    int rc = measure(&p, r, 1);
+    if (rc == 0) row(&p, r);
+    prob_free(&p);
+    return rc;
+}
+
+/* ---- tiny problems: the fixed cost of phase 1 + phase 2 ---- */
+static double tiny_us(int with_scales) {
+    float gy[8] = {1, 2, 3, 4, 5, 6, 7, 8}, x[8] = {0}, gx[8], sc[1] = {0.5f}, gs[1];
+    int32_t idx[1] = {0};
+    int64_t d_gy[2] = {1, 8}, d_idx[1] = {1}, d_rk[2] = {1, 1};
+    aclTensor *tgy = aclCreateTensor(d_gy, 2, ACL_FLOAT, NULL, 0, ACL_FORMAT_ND, d_gy, 2, gy);
+    aclTensor *tidx = aclCreateTensor(d_idx, 1, ACL_INT32, NULL, 0, ACL_FORMAT_ND, d_idx, 1, idx);
+    aclTensor *tx = aclCreateTensor(d_gy, 2, ACL_FLOAT, NULL, 0, ACL_FORMAT_ND, d_gy, 2, x);
+    aclTensor *ts = aclCreateTensor(d_rk, 2, ACL_FLOAT, NULL, 0, ACL_FORMAT_ND, d_rk, 2, sc);
+    aclTensor *tgx = aclCreateTensor(d_gy, 2, ACL_FLOAT, NULL, 0, ACL_FORMAT_ND, d_gy, 2, gx);
+    aclTensor *tgs = aclCreateTensor(d_rk, 2, ACL_FLOAT, NULL, 0, ACL_FORMAT_ND, d_rk, 2, gs);
+    char ws[4096] __attribute__((aligned(64)));
+    double best = 1e9;
+    for (int round = 0; round < 5; round++) {
+        const int n = 20000;
+        double t0 = now();
+        for (int i = 0; i < n; i++) {
+            uint64_t wsz = 0;
+            aclOpExecutor *ex = NULL;
+            int rc = aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize(tgy, tidx, with_scales ? tx : NULL,
+                                                                   with_scales ? ts : NULL, NULL, NULL, 0, 0, 0, 0,
+                                                                   tgx, tgs, &wsz, &ex);
+            if (rc == 0 && wsz <= sizeof ws) rc = aclnnMoeFinalizeRoutingV2Grad(ws, wsz, ex, NULL);
+            if (rc != 0) {
+                fprintf(stderr, "bench: tiny call failed: %s\n", aclGetRecentErrMsg());
+                return -1;
+            }
+        }
+        double us = (now() - t0) / n * 1e6;
+        best = us < best ? us : best;
+    }
+    aclDestroyTensor(tgy), aclDestroyTensor(tidx), aclDestroyTensor(tx);
+    aclDestroyTensor(ts), aclDestroyTensor(tgx), aclDestroyTensor(tgs);
+    return best;
+}
+
+/* ---- 1-thread runs in a child that sets MOEFR_NUM_THREADS before the pool exists ---- */
+static int one_thread_ms(const int64_t (*shapes)[4], int n, double *ms_out) {
+    int fd[2];
+    if (pipe(fd) != 0) return -1;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        close(fd[0]);
+        setenv("MOEFR_NUM_THREADS", "1", 1);
+        for (int i = 0; i < n; i++) {
+            prob p;
+            result r = {0};
+            double ms = -1;
+            if (prob_make(&p, shapes[i][0], shapes[i][1], shapes[i][2], (aclDataType)shapes[i][3]) == 0 &&
+                measure(&p, &r, 0) == 0)
+                ms = r.ms;
+            prob_free(&p);
+            if (write(fd[1], &ms, sizeof ms) != (ssize_t)sizeof ms) _exit(1);
+        }
+        _exit(0);
+    }
+    close(fd[1]);
+    int ok = 0;
+    for (int i = 0; i < n; i++)
+        if (read(fd[0], &ms_out[i], sizeof ms_out[i]) != (ssize_t)sizeof ms_out[i]) ms_out[i] = -1;
+        else ok++;
+    close(fd[0]);
+    waitpid(pid, NULL, 0);
+    return ok == n ? 0 : -1;
+}
+
+/* ---- PyTorch ---- */
+static const char *lib_path(void) {
+    const char *env = getenv("MOEFR_LIBRARY");
+    if (env && *env) return env;
+    static Dl_info info;
+    if (dladdr((void *)&aclnnMoeFinalizeRoutingV2Grad, &info) && info.dli_fname && strstr(info.dli_fname, ".so"))
+        return info.dli_fname;
+    return "libmoefr.so";
+}
+
+/* Runs torch_ref.py for one shape; 0 ok, 1 gradExpandedX differs, -1 could not run. */
+static int torch_compare(int64_t R, int64_t K, int64_t H, aclDataType dt, double c_ms) {
+    const char *script = getenv("MOEFR_BENCH_TORCH");
+    char path[4096], cmd[8192], line[512];
+    if (!script || !*script) {
+        snprintf(path, sizeof path, "%s/bench/torch_ref.py", MOEFR_SOURCE_DIR);
+        script = path;
+    }
+    if (access(script, R_OK) != 0 || access("/usr/bin/python3", X_OK) != 0) {
+        printf("pytorch: skipped (%s or /usr/bin/python3 not found)\n", script);
+        return -1;
+    }
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s' --lib '%s' --shape %lld,%lld,%lld --dtype %s --threads %d --reps %d",
+             script, lib_path(), (long long)R, (long long)K, (long long)H, dname(dt), moefrNumThreads(),
+             g_reps < 3 ? g_reps : 3);
+    fflush(stdout);
+    FILE *f = popen(cmd, "r");
+    if (!f) return -1;
+    double tms = -1, mms = -1;
+    int same = -1;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "RESULT torch_ms=%lf moefr_ms=%lf identical=%d", &tms, &mms, &same) == 3) continue;
+        fputs(line, stdout);
+    }
+    int st = pclose(f);
+    if (same < 0 || st != 0) {
+        printf("pytorch: %lld,%lld,%lld %s: script failed\n", (long long)R, (long long)K, (long long)H, dname(dt));
+        return -1;
+    }
+    char shape[64];
+    snprintf(shape, sizeof shape, "%lld,%lld,%lld", (long long)R, (long long)K, (long long)H);
+    if (g_markdown)
+        printf("| %s | %s | %d | %.1f | %.2f | %.1f | %.1fx | %s |\n", shape, dname(dt), moefrNumThreads(), tms, c_ms,
+               mms, tms / c_ms, same ? "identical" : "DIFFERS");
+    else
+        printf("%-18s %-5s %4d  torch %9.1f ms  moefr %8.2f ms (%.1f ms via ctypes)  speedup %6.1fx  gradExpandedX %s\n",
+               shape, dname(dt), moefrNumThreads(), tms, c_ms, mms, tms / c_ms, same ? "identical" : "DIFFERS");
+    fflush(stdout);
+    return same ? 0 : 1;
+}
+
+static void usage(FILE *f, const char *prog) {
+    fprintf(f,
+            "usage: %s [--quick] [--reps N] [--shape R,K,H,dtype]... [--no-torch] [--no-threads] [--markdown]\n"
+            "  Times aclnnMoeFinalizeRoutingV2Grad (phase 1 + phase 2, mode 0, scales, random permutation)\n"
+            "  against a %s-thread memcpy of the same bytes ((R*H + 2*R*K*H) * elemsize), best of N runs.\n"
+            "  dtype: fp32, bf16 or fp16. Environment: MOEFR_NUM_THREADS, MOEFR_ISA.\n",
+            prog, "MOEFR_NUM_THREADS");
+}
+
+static int parse_dt(const char *s, aclDataType *dt) {
+    if (strcmp(s, "fp32") == 0 || strcmp(s, "f32") == 0) *dt = ACL_FLOAT;
+    else if (strcmp(s, "bf16") == 0) *dt = ACL_BF16;
+    else if (strcmp(s, "fp16") == 0 || strcmp(s, "f16") == 0) *dt = ACL_FLOAT16;
+    else return -1;
+    return 0;
+}
+
+int moefr_bench_main(int argc, char **argv) {
+    int quick = 0, torch = 1, threads_sweep = 1, nshapes = 0;
+    int64_t shapes[32][4];
+    const char *prog = argc > 0 ? argv[0] : "bench";
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) quick = 1;
+        else if (strcmp(argv[i], "--no-torch") == 0) torch = 0;
+        else if (strcmp(argv[i], "--no-threads") == 0) threads_sweep = 0;
+        else if (strcmp(argv[i], "--markdown") == 0) g_markdown = 1;
+        else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) g_reps = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc && nshapes < 32) {
+            long long R, K, H;
+            char dts[16] = "fp32";
+            aclDataType dt;
+            if (sscanf(argv[++i], "%lld,%lld,%lld,%15s", &R, &K, &H, dts) < 3 || R < 1 || K < 1 || H < 1 ||
+                parse_dt(dts, &dt) != 0) {
+                fprintf(stderr, "%s: bad --shape %s (want R,K,H[,fp32|bf16|fp16])\n", prog, argv[i]);
+                return 2;
+            }
+            shapes[nshapes][0] = R, shapes[nshapes][1] = K, shapes[nshapes][2] = H, shapes[nshapes][3] = dt;
+            nshapes++;
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout, prog);
+            return 0;
+        } else {
+            fprintf(stderr, "%s: unknown option %s\n", prog, argv[i]);
+            usage(stderr, prog);
+            return 2;
+        }
+    }
+    if (g_reps < 1) g_reps = 1;
+    const int64_t s = quick ? 8 : 1; /* --quick divides R by 8 */
+    static const int64_t thread_shapes[2][4] = {{8192, 8, 4096, ACL_FLOAT}, {65536, 8, 128, ACL_FLOAT}};
+    int64_t ts[2][4];
+    memcpy(ts, thread_shapes, sizeof ts);
+    for (int i = 0; i < 2; i++) ts[i][0] /= s;
+    double one_ms[2] = {-1, -1};
+    /* first, before this process's pool exists: the 1-thread child */
+    if (threads_sweep && nshapes == 0 && one_thread_ms((const int64_t(*)[4])ts, 2, one_ms) != 0)
+        fprintf(stderr, "bench: 1-thread child failed\n");
+
+    printf("moefr %s, kernel path %s, %d threads, best of %d runs\n\n", moefrVersion(), moefrIsa(),
+           moefrNumThreads(), g_reps);
+    int fails = 0;
+    row_head();
+    if (nshapes > 0) {
+        for (int i = 0; i < nshapes; i++) {
+            result r;
+            if (bench_shape(shapes[i][0], shapes[i][1], shapes[i][2], (aclDataType)shapes[i][3], &r) != 0) fails++;
+        }
+        return fails ? 1 : 0;
+    }
+    static const int64_t table[][4] = {
+        {8192, 8, 4096, ACL_FLOAT}, {8192, 8, 4096, ACL_BF16}, {8192, 8, 4096, ACL_FLOAT16},
+        {65536, 8, 128, ACL_FLOAT}, {65536, 8, 128, ACL_BF16}, {4096, 8, 4096, ACL_FLOAT},
+        {4096, 8, 4096, ACL_BF16},
+    };
+    double ms_4096[2] = {-1, -1}, ms_thr[2] = {-1, -1};
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        result r;
+        if (bench_shape(table[i][0] / s, table[i][1], table[i][2], (aclDataType)table[i][3], &r) != 0) {
+            fails++;
+            continue;
+        }
+        if (table[i][0] == 4096) ms_4096[table[i][3] == ACL_BF16] = r.ms;
+        if (i == 0) ms_thr[0] = r.ms;
+        if (i == 3) ms_thr[1] = r.ms;
+    }
+
+    printf("\nlinearity: fp32, K=8, H=1024, R*K*H over 100x\n");
+    if (g_markdown) printf("| R | R*K*H | ms | ns per R*K*H | ratio to copy |\n|---|---|---|---|---|\n");
+    const int64_t Rs[4] = {256, 1024, 4096, 25600};
+    for (int i = 0; i < 4; i++) {
+        prob p;
+        result r;
+        int64_t R = Rs[i] / (quick ? 4 : 1);
+        if (prob_make(&p, R, 8, 1024, ACL_FLOAT) != 0 || measure(&p, &r, 0) != 0) {
+            fails++;
+            prob_free(&p);
+            continue;
+        }
+        double elems = (double)R * 8 * 1024;
+        if (g_markdown)
+            printf("| %lld | %.3g | %.3f | %.3f | %.3f |\n", (long long)R, elems, r.ms, r.ms * 1e6 / elems, r.ratio);
+        else
+            printf("  R=%-6lld R*K*H=%-10.3g %9.3f ms  %6.3f ns/elem  ratio %.3f\n", (long long)R, elems, r.ms,
+                   r.ms * 1e6 / elems, r.ratio);
+        prob_free(&p);
+    }
+
+    if (threads_sweep) {
+        printf("\nthreads: 1 -> %d (1-thread run in a child with MOEFR_NUM_THREADS=1)\n", moefrNumThreads());
+        if (g_markdown) printf("| shape | dtype | 1 thread ms | %d threads ms | speedup |\n|---|---|---|---|---|\n",
+                               moefrNumThreads());
+        for (int i = 0; i < 2; i++) {
+            char shape[64];
+            snprintf(shape, sizeof shape, "%lld,%lld,%lld", (long long)ts[i][0], (long long)ts[i][1],
+                     (long long)ts[i][2]);
+            if (g_markdown)
+                printf("| %s | fp32 | %.3f | %.3f | %.2fx |\n", shape, one_ms[i], ms_thr[i], one_ms[i] / ms_thr[i]);
+            else
+                printf("  %-18s fp32  1 thread %9.3f ms  %d threads %9.3f ms  speedup %.2fx\n", shape, one_ms[i],
+                       moefrNumThreads(), ms_thr[i], one_ms[i] / ms_thr[i]);
+        }
+    }
+
+    printf("\nsmall: phase 1 + phase 2, R=1, K=1, H=8, fp32 (best of 5 x 20000 calls)\n");
+    double us1 = tiny_us(1), us0 = tiny_us(0);
+    if (us1 < 0 || us0 < 0) fails++;
+    printf("  with scales %.3f us per call; without scales %.3f us per call\n", us1, us0);
+
+    if (torch) {
+        printf("\npytorch CPU (index_select / index_put in fp32, same thread count), R=%lld, K=8, H=4096\n",
+               (long long)(4096 / s));
+        if (g_markdown)
+            printf("| shape | dtype | threads | torch ms | moefr ms | moefr ms (ctypes) | speedup | gradExpandedX |\n"
+                   "|---|---|---|---|---|---|---|---|\n");
+        for (int b = 0; b < 2; b++)
+            if (torch_compare(4096 / s, 8, 4096, b ? ACL_BF16 : ACL_FLOAT, ms_4096[b]) == 1) fails++;
+    }
+    return fails ? 1 : 0;
+}

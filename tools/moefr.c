@@ -857,6 +857,7 @@ static int cmd_bench(int argc, char **argv, int first) {
 /* ---------------------------------------------------------------- main */
 
 int main(int argc, char **argv) {
+    mf_npy_remove_temporaries_on_signals();
     int i = 1;
     for (; i < argc; i++) {
         const char *a = argv[i];

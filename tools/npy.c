@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -427,9 +428,38 @@ static int write_all(int fd, const void *p, size_t n) {
     return 0;
 }
 
+/* Temporary files alive right now, in fixed buffers a signal handler can read
+ * without locks or allocation: the handler removes them, so an interrupted run
+ * leaves nothing behind. A slot is marked used before mkstemp fills it in. */
+#define MF_NPY_MAX_PENDING 8
+static char g_tmp_names[MF_NPY_MAX_PENDING][4096];
+static volatile sig_atomic_t g_tmp_used[MF_NPY_MAX_PENDING];
+
+static void on_fatal_signal(int sig) {
+    for (int i = 0; i < MF_NPY_MAX_PENDING; i++)
+        if (g_tmp_used[i]) unlink(g_tmp_names[i]);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void mf_npy_remove_temporaries_on_signals(void) {
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_fatal_signal;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction old;
+        /* Leave a signal alone that the caller's parent chose to ignore. */
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+        sigaction(sigs[i], &sa, NULL);
+    }
+}
+
 int mf_npy_write_pending(const char *path, mf_npy_dtype dt, int ndim, const int64_t *dims,
                          const void *data, mf_npy_pending *p, char *err, size_t errlen) {
     p->final_path = p->tmp_path = NULL;
+    p->slot = -1;
     char hdr[256 + MF_NPY_MAX_DIMS * 24];
     size_t hn = mf_npy_format_header(dt, ndim, dims, hdr, sizeof hdr);
     if (hn == 0) {
@@ -443,19 +473,30 @@ int mf_npy_write_pending(const char *path, mf_npy_dtype dt, int ndim, const int6
      * leaves nothing that looks like a result. */
     const char *slash = strrchr(path, '/');
     size_t dirlen = slash ? (size_t)(slash - path + 1) : 0;
-    size_t tlen = strlen(path) + 16;
-    p->final_path = strdup(path);
-    p->tmp_path = (char *)malloc(tlen);
-    if (!p->final_path || !p->tmp_path) {
-        seterr(err, errlen, "%s: out of memory", path);
-        mf_npy_discard(p);
+    if (strlen(path) + 9 > sizeof g_tmp_names[0]) {
+        seterr(err, errlen, "%s: path too long", path);
         return -1;
     }
-    snprintf(p->tmp_path, tlen, "%.*s.%s.XXXXXX", (int)dirlen, path, path + dirlen);
+    int slot = -1;
+    for (int i = 0; i < MF_NPY_MAX_PENDING && slot < 0; i++)
+        if (!g_tmp_used[i]) slot = i;
+    if (slot < 0) {
+        seterr(err, errlen, "%s: more than %d files pending at once", path, MF_NPY_MAX_PENDING);
+        return -1;
+    }
+    p->final_path = strdup(path);
+    if (!p->final_path) {
+        seterr(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    snprintf(g_tmp_names[slot], sizeof g_tmp_names[slot], "%.*s.%s.XXXXXX", (int)dirlen, path, path + dirlen);
+    g_tmp_used[slot] = 1;
+    p->slot = slot;
+    p->tmp_path = g_tmp_names[slot];
     int fd = mkstemp(p->tmp_path);
     if (fd < 0) {
         seterr(err, errlen, "%s: cannot create a temporary file: %s", path, strerror(errno));
-        free(p->tmp_path);
+        g_tmp_used[slot] = 0;
         p->tmp_path = NULL;
         mf_npy_discard(p);
         return -1;
@@ -487,7 +528,7 @@ int mf_npy_commit(mf_npy_pending *p, char *err, size_t errlen) {
         seterr(err, errlen, "%s: cannot rename into place: %s", p->final_path, strerror(errno));
         return -1;
     }
-    free(p->tmp_path);
+    g_tmp_used[p->slot] = 0;
     p->tmp_path = NULL;
     return 0;
 }
@@ -495,9 +536,10 @@ int mf_npy_commit(mf_npy_pending *p, char *err, size_t errlen) {
 void mf_npy_discard(mf_npy_pending *p) {
     if (p->tmp_path) {
         unlink(p->tmp_path);
-        free(p->tmp_path);
         p->tmp_path = NULL;
     }
+    if (p->slot >= 0 && p->slot < MF_NPY_MAX_PENDING) g_tmp_used[p->slot] = 0;
+    p->slot = -1;
     free(p->final_path);
     p->final_path = NULL;
 }

@@ -58,11 +58,13 @@ int mf_npy_load(const char *path, mf_npy *out, void **owner, char *err, size_t e
  * every one of them was written successfully. */
 typedef struct {
     char *final_path;
-    char *tmp_path;
+    char *tmp_path; /* points into a static table while the file is pending */
+    int slot;
 } mf_npy_pending;
 
 /* Writes the array to a fresh temporary file next to `path`. Returns 0, or -1
- * with a reason in err (nothing is left behind on failure). */
+ * with a reason in err (nothing is left behind on failure). At most 8 files
+ * may be pending at once; not thread-safe (one writer thread per process). */
 int mf_npy_write_pending(const char *path, mf_npy_dtype dt, int ndim, const int64_t *dims,
                          const void *data, mf_npy_pending *p, char *err, size_t errlen);
 /* Renames the temporary file to its final name. Returns 0 or -1 (err set). */
@@ -70,6 +72,10 @@ int mf_npy_commit(mf_npy_pending *p, char *err, size_t errlen);
 /* Removes the temporary file (if still there) and frees the names. Safe to call
  * twice and after commit. */
 void mf_npy_discard(mf_npy_pending *p);
+
+/* Installs handlers for SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGPIPE that
+ * delete the pending temporary files, then die of the same signal. */
+void mf_npy_remove_temporaries_on_signals(void);
 
 /* write_pending + commit. */
 int mf_npy_save(const char *path, mf_npy_dtype dt, int ndim, const int64_t *dims, const void *data,

@@ -124,10 +124,10 @@ def check_only_files(outdir, names, label):
 
 # ---------------------------------------------------------------- grad
 
-def grad_case(dt, sdt, mode, with_scales, with_bias, with_x, active=0):
-    R = int(rng.integers(1, 14))
+def grad_case(dt, sdt, mode, with_scales, with_bias, with_x, active=0, big=False):
+    R = int(rng.integers(200, 400)) if big else int(rng.integers(1, 14))
     K = int(rng.integers(1, 5)) if with_scales else 1
-    H = int(rng.integers(1, 70))
+    H = int(rng.integers(129, 300)) if big else int(rng.integers(1, 70))
     RK = R * K
     E = int(rng.integers(1, 5))
     C = int(rng.integers(1, RK + 2))
@@ -244,14 +244,18 @@ def test_grad():
     grad_case("bf16", "f32", 0, True, True, True)
     grad_case("f32", "f16", 1, True, True, True)
     grad_case("f16", "bf16", 0, True, False, True)
+    # large enough for the vector bodies and several threads to take part
+    for dt in ("f32", "f16", "bf16"):
+        grad_case(dt, dt, 0, True, True, True, big=True)
+        grad_case(dt, dt, 1, True, True, True, big=True)
 
 
 # ---------------------------------------------------------------- forward
 
-def forward_case(dt, sdt, mode, with_scales, with_bias, nx):
-    R = int(rng.integers(1, 14))
+def forward_case(dt, sdt, mode, with_scales, with_bias, nx, big=False):
+    R = int(rng.integers(200, 400)) if big else int(rng.integers(1, 14))
     K = int(rng.integers(1, 5)) if with_scales else 1
-    H = int(rng.integers(1, 70))
+    H = int(rng.integers(129, 300)) if big else int(rng.integers(1, 70))
     RK = R * K
     E = int(rng.integers(1, 5))
     C = int(rng.integers(1, RK + 2))
@@ -334,6 +338,9 @@ def test_forward():
     forward_case("bf16", "f32", 2, True, True, 1)
     forward_case("bf16", "f32", 1, True, True, 0)
     forward_case("f32", "f16", 3, True, True, 2)
+    for dt in ("f32", "f16", "bf16"):
+        forward_case(dt, dt, 0, True, True, 2, big=True)
+        forward_case(dt, dt, 3, True, True, 1, big=True)
 
 
 # ---------------------------------------------------------------- bad inputs
@@ -341,6 +348,8 @@ def test_forward():
 def expect_error(label, args, code, must_mention, outdir):
     rc, so, se = run(args)
     lines = [ln for ln in se.splitlines() if ln.strip()]
+    if os.environ.get("MOEFR_TEST_VERBOSE"):
+        print(f"  [{label}] exit {rc}: {se.strip()}")
     if rc != code:
         fail(f"{label}: exit {rc}, expected {code}; stderr: {se.strip()!r}")
     elif len(lines) != 1:
@@ -467,6 +476,13 @@ def test_bad_inputs(op):
     expect_error(f"{op}: expertIdx out of range", a, 1, ["--expert-idx"], out)
     a = args_with()[:-2] + ["--bias", save(f"{d}/bias.npy", bias), "--out", out]
     expect_error(f"{op}: bias without expertIdx", a, 1, [], out)
+    if op == "grad":  # scales need expandedX
+        a = args_with()
+        i = a.index("--expanded-x")
+        expect_error(f"{op}: scales without expandedX", a[:i] + a[i + 2:], 1, [], out)
+    else:  # x2 needs x1
+        a = args_with()[:-2] + ["--x2", save(f"{d}/x2.npy", rand_values((R, H), "f32")), "--out", out]
+        expect_error(f"{op}: x2 without x1", a, 1, [], out)
     a = args_with()
     a[a.index("--out"):a.index("--out")] = ["--drop-pad-mode", "7"] if op == "grad" else []
     if op == "forward":
@@ -481,7 +497,22 @@ def test_bad_inputs(op):
     expect_error(f"{op}: missing value", a + ["--scales"], 2, ["--scales"], out)
     expect_error(f"{op}: flag twice", a + ["--scales", ok["sc"]], 2, ["--scales"], out)
     expect_error(f"{op}: --dtype fp8", a + ["--dtype", "fp8"], 2, ["--dtype"], out)
-    expect_error(f"{op}: non-integer mode", a + ["--drop-pad-mode", "x1"], 2, ["--drop-pad-mode"], out)
+    b = list(a)
+    if "--drop-pad-mode" in b:
+        b[b.index("--drop-pad-mode") + 1] = "x1"
+    else:
+        b += ["--drop-pad-mode", "x1"]
+    line = expect_error(f"{op}: non-integer mode", b, 2, ["--drop-pad-mode"], out)
+    if "not an integer" not in line:
+        fail(f"{op}: non-integer mode: {line!r}")
+    c = list(a)
+    if "--drop-pad-mode" in c:
+        i = c.index("--drop-pad-mode")
+        del c[i:i + 2]
+    line = expect_error(f"{op}: --flag=value with a bad value", c + ["--drop-pad-mode=1.5"], 2, ["--drop-pad-mode"],
+                        out)
+    if "not an integer" not in line:
+        fail(f"{op}: --drop-pad-mode=1.5: {line!r}")
     expect_error(f"{op}: stray argument", a + ["stray"], 2, ["stray"], out)
     req = "--grad-y" if op == "grad" else "--expanded-x"
     i = a.index(req)

@@ -1,11 +1,13 @@
 /* tests/cli/test_npy.c - unit test of tools/npy.c on hand-crafted buffers: every accepted
  * and rejected header form, truncations, overflow, random mutations, and the atomic writer. */
 #include <dirent.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "npy.h"
@@ -267,8 +269,23 @@ static void test_files(void) {
     char nodir[300];
     snprintf(nodir, sizeof nodir, "%s/no/such/dir/x.npy", dir);
     CHECK(mf_npy_save(nodir, MF_NPY_F4, 2, dims, v, err, sizeof err) != 0 && strstr(err, nodir), "no dir: %s", err);
+    /* a run killed while its outputs are pending leaves no temporary file */
     unlink(path);
     unlink(path2);
+    pid_t pid = fork();
+    if (pid == 0) {
+        mf_npy_remove_temporaries_on_signals();
+        mf_npy_pending q[2];
+        if (mf_npy_write_pending(path, MF_NPY_F4, 2, dims, v, &q[0], err, sizeof err) ||
+            mf_npy_write_pending(path2, MF_NPY_F4, 2, dims, v, &q[1], err, sizeof err) || count_entries(dir) != 2)
+            _exit(3);
+        raise(SIGTERM);
+        _exit(4);
+    }
+    int status = 0;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork/wait");
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM, "child did not die of SIGTERM (status %d)", status);
+    CHECK(count_entries(dir) == 0, "killed writer left %d file(s)", count_entries(dir));
     CHECK(rmdir(dir) == 0, "stray files in %s", dir);
 }
 

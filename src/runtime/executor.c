@@ -28,9 +28,10 @@ aclnnStatus mf_executor_publish(aclOpExecutor *e, aclOpExecutor **out) {
     return ACLNN_SUCCESS;
 }
 
+/* SPEC 4 (executors): a NULL, spent or destroyed executor is 161002 wherever it is passed. */
 aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor) {
     if (executor == NULL)
-        return mf_fail(ACLNN_ERR_PARAM_NULLPTR, "aclSetAclOpExecutorRepeatable: executor is NULL");
+        return mf_fail(ACLNN_ERR_PARAM_INVALID, "aclSetAclOpExecutorRepeatable: executor is NULL");
     if (!mf_registry_has(&mf_executors, executor))
         return mf_fail(ACLNN_ERR_PARAM_INVALID,
                        "aclSetAclOpExecutorRepeatable: %p is not a live executor (spent or destroyed)",
@@ -41,7 +42,7 @@ aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor) {
 
 aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor) {
     if (executor == NULL)
-        return mf_fail(ACLNN_ERR_PARAM_NULLPTR, "aclDestroyAclOpExecutor: executor is NULL");
+        return mf_fail(ACLNN_ERR_PARAM_INVALID, "aclDestroyAclOpExecutor: executor is NULL");
     if (!mf_registry_remove(&mf_executors, executor))
         return mf_fail(ACLNN_ERR_PARAM_INVALID,
                        "aclDestroyAclOpExecutor: %p is not a live executor (spent or destroyed)",

@@ -1,0 +1,350 @@
+/* test_executor.c - executor lifetime of aclnnMoeFinalizeRoutingV2Grad: single
+ * use, repeatable runs that follow changed inputs, destroy, workspace and stream checks, empty problems. */
+#define _POSIX_C_SOURCE 200809L /* pthread barriers */
+#include <math.h>
+#include <pthread.h>
+
+#include "aclnnop/aclnn_moe_finalize_routing_v2.h"
+#include "testutil.h"
+
+/* A small fp32 problem (mode 0, scales, expandedX, bias) with integer values,
+ * so a direct loop gives exact expectations. */
+enum { R = 3, K = 2, H = 7, N = R * K, E = 2 };
+typedef struct prob {
+    float gy[R][H], x[N][H], s[R][K], bias[E][H];
+    int32_t idx[N], ei[R][K];
+    float gx[N][H], gs[R][K];
+    aclTensor *tgy, *tidx, *tx, *ts, *tei, *tb, *tgx, *tgs;
+} prob;
+
+static void randomize(prob *p) {
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < H; j++) p->gy[r][j] = (float)tu_range(-9, 9);
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < H; j++) p->x[i][j] = (float)tu_range(-9, 9);
+    for (int e = 0; e < E; e++)
+        for (int j = 0; j < H; j++) p->bias[e][j] = (float)tu_range(-9, 9);
+    for (int r = 0; r < R; r++)
+        for (int k = 0; k < K; k++) {
+            p->s[r][k] = (float)tu_range(-4, 4) / 2;
+            p->ei[r][k] = (int32_t)tu_below(E);
+        }
+    for (int i = 0; i < N; i++) p->idx[i] = i;
+    for (int i = N - 1; i > 0; i--) {
+        int j = (int)tu_below(i + 1);
+        int32_t t = p->idx[i];
+        p->idx[i] = p->idx[j];
+        p->idx[j] = t;
+    }
+}
+
+static void poison(prob *p) {
+    memset(p->gx, 0xEE, sizeof p->gx);
+    memset(p->gs, 0xEE, sizeof p->gs);
+}
+
+static void setup(prob *p) {
+    randomize(p);
+    poison(p);
+    int64_t dgy[2] = {R, H}, didx[1] = {N}, dx[2] = {N, H}, ds[2] = {R, K}, db[2] = {E, H};
+    p->tgy = tu_tensor(dgy, 2, ACL_FLOAT, p->gy);
+    p->tidx = tu_tensor(didx, 1, ACL_INT32, p->idx);
+    p->tx = tu_tensor(dx, 2, ACL_FLOAT, p->x);
+    p->ts = tu_tensor(ds, 2, ACL_FLOAT, p->s);
+    p->tei = tu_tensor(ds, 2, ACL_INT32, p->ei);
+    p->tb = tu_tensor(db, 2, ACL_FLOAT, p->bias);
+    p->tgx = tu_tensor(dx, 2, ACL_FLOAT, p->gx);
+    p->tgs = tu_tensor(ds, 2, ACL_FLOAT, p->gs);
+    CHECK(p->tgy && p->tidx && p->tx && p->ts && p->tei && p->tb && p->tgx && p->tgs);
+}
+
+static void teardown(prob *p) {
+    aclTensor *all[] = {p->tgy, p->tidx, p->tx, p->ts, p->tei, p->tb, p->tgx, p->tgs};
+    for (int i = 0; i < 8; i++) tu_destroy(all[i]);
+}
+
+/* Small integers: every product and sum is exact in fp32, so == is the right test. */
+static int results_ok(const prob *p) {
+    for (int r = 0; r < R; r++)
+        for (int k = 0; k < K; k++) {
+            int d = p->idx[r * K + k];
+            double want_gs = 0;
+            for (int j = 0; j < H; j++) {
+                if (p->gx[d][j] != p->gy[r][j] * p->s[r][k]) return 0;
+                want_gs += ((double)p->x[d][j] + p->bias[p->ei[r][k]][j]) * p->gy[r][j];
+            }
+            if (p->gs[r][k] != (float)want_gs) return 0;
+        }
+    return 1;
+}
+
+static aclOpExecutor *plan(prob *p, uint64_t *ws) {
+    aclOpExecutor *ex = NULL;
+    CHECK_RC(aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize(p->tgy, p->tidx, p->tx, p->ts, p->tei, p->tb, 0, 0, 0, 0,
+                                                           p->tgx, p->tgs, ws, &ex),
+             ACLNN_SUCCESS);
+    CHECK(ex != NULL);
+    return ex;
+}
+
+static void *ws_alloc(uint64_t n) {
+    void *w = NULL;
+    if (n) CHECK_RC(aclrtMalloc(&w, n, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    return w;
+}
+
+static void ws_free(void *w) {
+    if (w) CHECK_RC(aclrtFree(w), ACL_SUCCESS);
+}
+
+static void single_use(void) {
+    prob p;
+    setup(&p);
+    uint64_t n = 0;
+    aclOpExecutor *ex = plan(&p, &n);
+    CHECK(n > 0); /* the index bitmap at least */
+    void *w = ws_alloc(n);
+    CHECK_RC(aclnnMoeFinalizeRoutingV2Grad(w, n, ex, NULL), ACLNN_SUCCESS);
+    CHECK(results_ok(&p));
+    /* spent: a second run, a destroy and making it repeatable are refused */
+    poison(&p);
+    CHECK_RC(aclnnMoeFinalizeRoutingV2Grad(w, n, ex, NULL), ACLNN_ERR_PARAM_INVALID);
+    CHECK(tu_msg_has("executor", NULL));
+    CHECK_RC(aclSetAclOpExecutorRepeatable(ex), ACLNN_ERR_PARAM_INVALID);
+    CHECK_RC(aclDestroyAclOpExecutor(ex), ACLNN_ERR_PARAM_INVALID);
+    unsigned char probe[sizeof p.gx];
+    memset(probe, 0xEE, sizeof probe);
+    CHECK(memcmp(probe, p.gx, sizeof p.gx) == 0);
+
+    /* a failing run spends a single-use executor too */
+    ex = plan(&p, &n);
+    CHECK_RC(aclnnMoeFinalizeRoutingV2Grad(w, n - 1, ex, NULL), ACLNN_ERR_PARAM_INVALID);
+    CHECK(tu_msg_has("workspaceSize", NULL));
+    CHECK_RC(aclnnMoeFinalizeRoutingV2Grad(w, n, ex, NULL), ACLNN_ERR_PARAM_INVALID);
+    CHECK(memcmp(probe, p.gx, sizeof p.gx) == 0);
+
+    /* an executor destroyed before running cannot run */
+    ex = plan(&p, &n);
+    CHECK_RC(aclDestroyAclOpExecutor(ex), ACLNN_SUCCESS);
+    CHECK_RC(aclDestroyAclOpExecutor(ex), ACLNN_ERR_PARAM_INVALID);
+    CHECK(tu_msg_has("aclDestroyAclOpExecutor", NULL));
+    CHECK_RC(aclnnMoeFinalizeRoutingV2Grad(w, n, ex, NULL), ACLNN_ERR_PARAM_INVALID);
+    CHECK(memcmp(probe, p.gx, sizeof p.gx) == 0);
+
+    /* NULL executors */
+    CHECK_RC(aclnnMoeFinalizeRoutingV2Grad(w, n, NULL, NULL), ACLNN_ERR_PARAM_INVALID);
+    CHECK(tu_msg_has("executor", "NULL", NULL));
+    CHECK_RC(aclDestroyAclOpExecutor(NULL), ACLNN_ERR_PARAM_INVALID);
+    CHECK(tu_msg_has("aclDestroyAclOpExecutor", "NULL", NULL));
+    CHECK_RC(aclSetAclOpExecutorRepeatable(NULL), ACLNN_ERR_PARAM_INVALID);
+    CHECK(tu_msg_has("aclSetAclOpExecutorRepeatable", "NULL", NULL));
+    /* a pointer that never was an executor */
+    CHECK_RC(aclnnMoeFinalizeRoutingV2Grad(w, n, (aclOpExecutor *)probe, NULL), ACLNN_ERR_PARAM_INVALID);
+    CHECK_RC(aclDestroyAclOpExecutor((aclOpExecutor *)probe), ACLNN_ERR_PARAM_INVALID);
+    ws_free(w);
+    teardown(&p);
+}
+
+static void workspace_and_stream(void) {
+    prob p;
+    setup(&p);
+    uint64_t n = 0;
+    void *w;
+    aclOpExecutor *ex;
+    unsigned char probe[sizeof p.gx];
+    memset(probe, 0xEE, sizeof probe);
+
+    /* smaller than asked, zero size, NULL with a non-zero size */
+    ex = plan(&p, &n);
+    w = ws_alloc(n);
+    CHECK_RC(aclnnMoeFinalizeRoutingV2Grad(w, 0, ex, NULL), ACLNN_ERR_PARAM_INVALID);
+    ex = plan(&p, &n);
+    CHECK_RC(aclnnMoeFinalizeRoutingV2Grad(NULL, n, ex, NULL), ACLNN_ERR_PARAM_INVALID);
+    CHECK(tu_msg_has("workspace", "NULL", NULL));
+    CHECK(memcmp(probe, p.gx, sizeof p.gx) == 0);
+    ws_free(w);
+
+    /* more than asked, at an odd address: fine */
+    ex = plan(&p, &n);
+    unsigned char *big = malloc(n + 100);
+    CHECK(big != NULL);
+    CHECK_RC(aclnnMoeFinalizeRoutingV2Grad(big + 3, n + 97, ex, NULL), ACLNN_SUCCESS);
+    CHECK(results_ok(&p));
+    free(big);
+
+    /* streams: a live one works; an unknown or destroyed one is refused */
+    aclrtStream st = NULL;
+    CHECK_RC(aclrtCreateStream(&st), ACL_SUCCESS);
+    poison(&p);
+    ex = plan(&p, &n);
+    w = ws_alloc(n);
+    CHECK_RC(aclnnMoeFinalizeRoutingV2Grad(w, n, ex, st), ACLNN_SUCCESS);
+    CHECK_RC(aclrtSynchronizeStream(st), ACL_SUCCESS);
+    CHECK(results_ok(&p));
+    poison(&p);
+    int not_a_stream;
+    ex = plan(&p, &n);
+    CHECK_RC(aclnnMoeFinalizeRoutingV2Grad(w, n, ex, &not_a_stream), ACLNN_ERR_PARAM_INVALID);
+    CHECK(tu_msg_has("stream", NULL));
+    CHECK_RC(aclrtDestroyStream(st), ACL_SUCCESS);
+    ex = plan(&p, &n);
+    CHECK_RC(aclnnMoeFinalizeRoutingV2Grad(w, n, ex, st), ACLNN_ERR_PARAM_INVALID);
+    CHECK(memcmp(probe, p.gx, sizeof p.gx) == 0);
+    ws_free(w);
+    teardown(&p);
+}
+
+static void repeatable(void) {
+    prob p;
+    setup(&p);
+    uint64_t n = 0;
+    aclOpExecutor *ex = plan(&p, &n);
+    CHECK_RC(aclSetAclOpExecutorRepeatable(ex), ACLNN_SUCCESS);
+    CHECK_RC(aclSetAclOpExecutorRepeatable(ex), ACLNN_SUCCESS); /* idempotent */
+    void *w = ws_alloc(n);
+    for (int run = 0; run < 5; run++) {
+        /* new input values (and a new permutation) in the same memory: results follow */
+        randomize(&p);
+        poison(&p);
+        CHECK_RC(aclnnMoeFinalizeRoutingV2Grad(w, n, ex, NULL), ACLNN_SUCCESS);
+        if (!results_ok(&p)) TU_FAIL("repeatable run %d does not match its new inputs", run);
+    }
+    /* a failed run does not release a repeatable executor */
+    poison(&p);
+    unsigned char gx0[sizeof p.gx], gs0[sizeof p.gs];
+    memcpy(gx0, p.gx, sizeof gx0);
+    memcpy(gs0, p.gs, sizeof gs0);
+    CHECK_RC(aclnnMoeFinalizeRoutingV2Grad(w, n - 1, ex, NULL), ACLNN_ERR_PARAM_INVALID);
+    int32_t keep = p.idx[1];
+    p.idx[1] = p.idx[4]; /* a duplicate: phase 2 refuses, outputs untouched */
+    CHECK_RC(aclnnMoeFinalizeRoutingV2Grad(w, n, ex, NULL), ACLNN_ERR_PARAM_INVALID);
+    CHECK(tu_msg_has("expandedRowIdx", NULL));
+    CHECK(memcmp(gx0, p.gx, sizeof gx0) == 0 && memcmp(gs0, p.gs, sizeof gs0) == 0);
+    p.idx[1] = keep;
+    CHECK_RC(aclnnMoeFinalizeRoutingV2Grad(w, n, ex, NULL), ACLNN_SUCCESS);
+    CHECK(results_ok(&p));
+    CHECK_RC(aclDestroyAclOpExecutor(ex), ACLNN_SUCCESS);
+    CHECK_RC(aclDestroyAclOpExecutor(ex), ACLNN_ERR_PARAM_INVALID);
+    CHECK_RC(aclnnMoeFinalizeRoutingV2Grad(w, n, ex, NULL), ACLNN_ERR_PARAM_INVALID);
+    ws_free(w);
+    teardown(&p);
+}
+
+/* The forward operator's executor is not the backward's. */
+static void wrong_operator(void) {
+    prob p;
+    setup(&p);
+    float out[R][H];
+    int64_t dout[2] = {R, H};
+    aclTensor *tout = tu_tensor(dout, 2, ACL_FLOAT, out);
+    CHECK(tout != NULL);
+    uint64_t n = 0;
+    aclOpExecutor *ex = NULL;
+    /* forward mode 2 takes the row layout this problem's index already has */
+    CHECK_RC(aclnnMoeFinalizeRoutingV2GetWorkspaceSize(p.tx, p.tidx, NULL, NULL, p.tb, p.ts, p.tei, 2, tout, &n, &ex),
+             ACLNN_SUCCESS);
+    unsigned char *w = malloc(n + 1);
+    CHECK_RC(aclnnMoeFinalizeRoutingV2Grad(w, n, ex, NULL), ACLNN_ERR_PARAM_INVALID);
+    CHECK(tu_msg_has("executor", NULL));
+    free(w);
+    tu_destroy(tout);
+    teardown(&p);
+}
+
+/* Two threads race to run one single-use executor: exactly one wins. */
+typedef struct racer {
+    aclOpExecutor *ex;
+    void *w;
+    uint64_t n;
+    pthread_barrier_t *bar;
+    aclnnStatus rc;
+} racer;
+
+static void *race(void *arg) {
+    racer *r = arg;
+    pthread_barrier_wait(r->bar);
+    r->rc = aclnnMoeFinalizeRoutingV2Grad(r->w, r->n, r->ex, NULL);
+    return NULL;
+}
+
+static void double_claim(void) {
+    prob p;
+    setup(&p);
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, 2);
+    for (int trial = 0; trial < 50; trial++) {
+        uint64_t n = 0;
+        aclOpExecutor *ex = plan(&p, &n);
+        void *w0 = ws_alloc(n), *w1 = ws_alloc(n); /* one workspace each: no shared scratch */
+        racer a = {ex, w0, n, &bar, -1}, b = {ex, w1, n, &bar, -1};
+        pthread_t ta, tb;
+        CHECK(pthread_create(&ta, NULL, race, &a) == 0);
+        CHECK(pthread_create(&tb, NULL, race, &b) == 0);
+        pthread_join(ta, NULL);
+        pthread_join(tb, NULL);
+        int wins = (a.rc == ACLNN_SUCCESS) + (b.rc == ACLNN_SUCCESS);
+        int refusals = (a.rc == ACLNN_ERR_PARAM_INVALID) + (b.rc == ACLNN_ERR_PARAM_INVALID);
+        if (wins != 1 || refusals != 1) TU_FAIL("trial %d: statuses %d and %d", trial, (int)a.rc, (int)b.rc);
+        CHECK(results_ok(&p));
+        ws_free(w0);
+        ws_free(w1);
+    }
+    pthread_barrier_destroy(&bar);
+    teardown(&p);
+}
+
+/* R = 0, H = 0 and K = 0: success; only gradScales = 0 for H = 0 is written. */
+static void empty_problems(void) {
+    for (int mode = 0; mode < 2; mode++)
+        for (int c = 0; c < 3; c++) {
+            int64_t r = c == 0 ? 0 : 2, h = c == 1 ? 0 : 3, k = c == 2 ? 0 : 2;
+            int64_t e = 2, cap = 3, n = r * k, d0 = mode ? e * cap : n;
+            float gy[8] = {0}, x[64], s[8] = {0}, b[8] = {0}, gx[64], gs[8];
+            int32_t idx[8] = {0, 1, 2, 3}, ei[8] = {0};
+            memset(gx, 0xEE, sizeof gx);
+            memset(gs, 0xEE, sizeof gs);
+            memset(x, 0, sizeof x);
+            int64_t dgy[2] = {r, h}, didx[1] = {n}, ds[2] = {r, k}, db[2] = {e, h};
+            int64_t dx2[2] = {d0, h}, dx3[3] = {e, cap, h};
+            aclTensor *tgy = tu_tensor(dgy, 2, ACL_FLOAT, gy), *tidx = tu_tensor(didx, 1, ACL_INT32, idx);
+            aclTensor *tx = mode ? tu_tensor(dx3, 3, ACL_FLOAT, x) : tu_tensor(dx2, 2, ACL_FLOAT, x);
+            aclTensor *tgx = mode ? tu_tensor(dx3, 3, ACL_FLOAT, gx) : tu_tensor(dx2, 2, ACL_FLOAT, gx);
+            aclTensor *ts = tu_tensor(ds, 2, ACL_FLOAT, s), *tei = tu_tensor(ds, 2, ACL_INT32, ei);
+            aclTensor *tb = tu_tensor(db, 2, ACL_FLOAT, b), *tgs = tu_tensor(ds, 2, ACL_FLOAT, gs);
+            CHECK(tgy && tidx && tx && tgx && ts && tei && tb && tgs);
+            uint64_t wsn = 99;
+            aclOpExecutor *ex = NULL;
+            CHECK_RC(aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize(tgy, tidx, tx, ts, tei, tb, mode, 0, e, cap, tgx,
+                                                                   tgs, &wsn, &ex),
+                     ACLNN_SUCCESS);
+            void *w = wsn ? malloc(wsn) : NULL;
+            CHECK_RC(aclnnMoeFinalizeRoutingV2Grad(w, wsn, ex, NULL), ACLNN_SUCCESS);
+            free(w);
+            if (c == 1) /* H = 0: empty sums */
+                for (int i = 0; i < n; i++)
+                    if (gs[i] != 0.0f || signbit(gs[i])) TU_FAIL("mode %d H = 0: gradScales[%d] = %g", mode, i, gs[i]);
+            for (int i = (int)n; i < 8; i++) CHECK(((unsigned char *)&gs[i])[0] == 0xEE);
+            /* R = 0 writes nothing; mode 1 with K = 0 has only unnamed rows: all +0.0 */
+            for (int i = 0; i < 64; i++) {
+                int named_zero = mode == 1 && c == 2 && i < d0 * h;
+                uint32_t bits;
+                memcpy(&bits, &gx[i], 4);
+                if (named_zero ? bits != 0 : bits != 0xEEEEEEEEu)
+                    TU_FAIL("mode %d empty case %d: gradExpandedX[%d] = 0x%08x", mode, c, i, bits);
+            }
+            aclTensor *all[] = {tgy, tidx, tx, tgx, ts, tei, tb, tgs};
+            for (int i = 0; i < 8; i++) tu_destroy(all[i]);
+        }
+}
+
+int main(void) {
+    tu_seed("test_executor");
+    single_use();
+    workspace_and_stream();
+    repeatable();
+    wrong_operator();
+    double_claim();
+    empty_problems();
+    printf("test_executor: ok\n");
+    return 0;
+}

@@ -26,24 +26,42 @@ class MoefrError(ValueError):
 
 
 def _candidates():
-    """Where the library may live, most specific first (MOEFR_LIBRARY wins)."""
+    """Where the library may live, most specific first, and whether MOEFR_LIBRARY forced it."""
     env = os.environ.get("MOEFR_LIBRARY")
     if env:
         return [env], True
     here = os.path.dirname(os.path.abspath(__file__))
     out = []
-    # Installed: <prefix>/lib/python3/dist-packages/moefr -> <prefix>/lib64.
-    prefix = os.path.normpath(os.path.join(here, "..", "..", "..", ".."))
-    for libdir in ("lib64", "lib"):
-        for name in ("libmoefr.so", "libmoefr.so.0"):
-            out.append(os.path.join(prefix, libdir, name))
-    # Source tree: <root>/python/moefr -> <root>/build, then other build dirs, newest first.
-    root = os.path.normpath(os.path.join(here, "..", ".."))
-    out.append(os.path.join(root, "build", "libmoefr.so"))
-    others = glob.glob(os.path.join(root, "build*", "libmoefr.so"))
-    others.sort(key=lambda p: os.path.getmtime(p), reverse=True)
-    out.extend(p for p in others if p not in out)
+    parent = os.path.dirname(here)
+    if os.path.basename(parent) in ("dist-packages", "site-packages"):
+        # Installed: <prefix>/lib/python3/dist-packages/moefr -> <prefix>/lib64.
+        prefix = os.path.normpath(os.path.join(parent, "..", "..", ".."))
+        for libdir in ("lib64", "lib"):
+            for name in ("libmoefr.so", "libmoefr.so.0"):
+                out.append(os.path.join(prefix, libdir, name))
+    root = os.path.dirname(parent)
+    if os.path.basename(parent) == "python" and os.path.isfile(os.path.join(root, "CMakeLists.txt")):
+        # Source tree: <root>/python/moefr -> <root>/build, then other build dirs, newest first.
+        builds = [os.path.join(root, "build", "libmoefr.so")]
+        others = glob.glob(os.path.join(root, "build*", "libmoefr.so"))
+        others.sort(key=lambda p: os.path.getmtime(p), reverse=True)
+        builds.extend(p for p in others if p not in builds)
+        out.extend(p for p in builds if not _sanitized(os.path.dirname(p)))
     return out, False
+
+
+def _sanitized(build_dir):
+    """A sanitizer build cannot be loaded into an uninstrumented interpreter (the process
+    aborts rather than failing dlopen), so such build dirs are never picked by default."""
+    try:
+        with open(os.path.join(build_dir, "CMakeCache.txt")) as f:
+            for line in f:
+                if line.startswith("MOEFR_SANITIZE:"):
+                    value = line.split("=", 1)[1].strip()
+                    return value.upper() not in ("", "OFF", "0", "FALSE", "NO", "N")
+    except OSError:
+        pass
+    return False
 
 
 _lock = threading.Lock()
@@ -95,9 +113,11 @@ def library():
         if _lib is not None:
             return _lib
         paths, forced = _candidates()
+        if not forced:
+            paths.append("libmoefr.so.0")  # last resort: the dynamic loader's own search path
         errors = []
         for p in paths:
-            if not forced and not os.path.exists(p):
+            if not forced and os.sep in p and not os.path.exists(p):
                 continue
             try:
                 lib = ctypes.CDLL(p)
@@ -107,7 +127,7 @@ def library():
             _declare(lib)
             _lib, _lib_path = lib, p
             return lib
-        why = "; ".join(errors) if errors else "looked in " + ", ".join(paths)
+        why = "looked for " + ", ".join(paths) + ("; " + "; ".join(errors) if errors else "")
         raise OSError("moefr: cannot load libmoefr (%s). Set MOEFR_LIBRARY to the path of "
                       "libmoefr.so." % why)
 

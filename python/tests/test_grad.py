@@ -377,6 +377,29 @@ class Package(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertTrue(r.stdout.startswith("ok 0."), r.stdout)
 
+    def test_source_tree_lookup(self):
+        """From a checkout (no MOEFR_LIBRARY) the package takes <root>/build*/libmoefr.so,
+        skipping sanitizer builds, which would abort an uninstrumented interpreter."""
+        import shutil
+        import tempfile
+        from moefr import _lib
+        real = _lib.library_path()
+        with tempfile.TemporaryDirectory() as root:
+            shutil.copytree(tl.os.path.join(tl.HERE, "..", "moefr"), tl.os.path.join(root, "python", "moefr"),
+                            ignore=shutil.ignore_patterns("__pycache__"))
+            open(tl.os.path.join(root, "CMakeLists.txt"), "w").close()
+            for d, sanitize in (("build-rel", "OFF"), ("build-asan", "address")):
+                tl.os.makedirs(tl.os.path.join(root, d))
+                tl.os.symlink(tl.os.path.abspath(real), tl.os.path.join(root, d, "libmoefr.so"))
+                with open(tl.os.path.join(root, d, "CMakeCache.txt"), "w") as f:
+                    f.write("MOEFR_SANITIZE:STRING=%s\n" % sanitize)
+            code = "import sys; sys.path.insert(0, %r); import moefr; print(moefr.library_path(), moefr.version())" % (
+                tl.os.path.join(root, "python"))
+            env = {k: v for k, v in tl.os.environ.items() if k != "MOEFR_LIBRARY"}
+            r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.stdout.split()[0], tl.os.path.join(root, "build-rel", "libmoefr.so"))
+
     def test_library_override(self):
         code = "import sys; sys.path.insert(0, %r); import moefr; moefr.version()" % tl.os.path.join(tl.HERE, "..")
         env = dict(tl.os.environ, MOEFR_LIBRARY="/nonexistent/libmoefr.so")

@@ -23,6 +23,11 @@ typedef struct mf_fwd_row {
     const void *b[MF_FWD_KMAX];
     double s[MF_FWD_KMAX]; /* 1.0 when the operator has no scales */
     void *out;
+    /* Rows of the next token (its gathered expandedX rows, x1, x2): SIMD
+     * kernels prefetch them at the offset they are working on, so a gather of
+     * K random rows is in flight a whole token ahead. Hints only. */
+    int nnext;
+    const void *next[MF_FWD_KMAX + 2];
 } mf_fwd_row;
 
 enum {

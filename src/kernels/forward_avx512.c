@@ -5,13 +5,32 @@
 #include "kernels/forward_ref.h"
 
 #define MF_INLINE static inline __attribute__((always_inline))
+/* Keep the 4-vector loops unrolled at any -O level: the sums must stay in registers. */
+#define MF_UNROLL _Pragma("GCC unroll 4")
+#ifndef MF_PF_HINT
+#define MF_PF_HINT _MM_HINT_T1
+#endif
 
-/* 8 elements of dtype dt, widened exactly to fp64. */
-MF_INLINE __m512d ld8(mf_dt dt, const void *p, size_t j) {
-    if (dt == MF_F32) return _mm512_cvtps_pd(_mm256_loadu_ps((const float *)p + j));
-    __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)p + j));
-    if (dt == MF_F16) return _mm512_cvtps_pd(_mm256_cvtph_ps(h));
-    return _mm512_cvtps_pd(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)));
+/* 16 elements of dtype dt, widened exactly to fp64, into two vectors of 8.
+ * fp32/fp16: v[0] = elements 0-7, v[1] = 8-15. bf16: v[0] = the even
+ * elements 0, 2, .., 14 and v[1] = the odd ones: a bf16 pair in a 32-bit lane
+ * becomes two fp32 values by a shift and a mask, with no lane shuffle. Every
+ * operand of an element sits in the same lane, so the arithmetic is unchanged. */
+MF_INLINE void ld16(mf_dt dt, const void *p, size_t j, __m512d v[2]) {
+    if (dt == MF_F32) {
+        v[0] = _mm512_cvtps_pd(_mm256_loadu_ps((const float *)p + j));
+        v[1] = _mm512_cvtps_pd(_mm256_loadu_ps((const float *)p + j + 8));
+        return;
+    }
+    __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)p + j));
+    if (dt == MF_F16) {
+        __m512 f = _mm512_cvtph_ps(h);
+        v[0] = _mm512_cvtps_pd(_mm512_castps512_ps256(f));
+        v[1] = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f), 1)));
+        return;
+    }
+    v[0] = _mm512_cvtps_pd(_mm256_castsi256_ps(_mm256_slli_epi32(h, 16)));
+    v[1] = _mm512_cvtps_pd(_mm256_castsi256_ps(_mm256_and_si256(h, _mm256_set1_epi32((int)0xFFFF0000u))));
 }
 
 /* fp64 -> fp32 rounded to odd (truncate, then set the last bit if inexact).
@@ -28,19 +47,33 @@ MF_INLINE __m512 round_odd16(__m512d a, __m512d b) {
     return _mm512_castsi512_ps(_mm512_mask_or_epi32(u, in, u, _mm512_set1_epi32(1)));
 }
 
-/* 16 fp64 lanes (a: 0-7, b: 8-15) rounded once to 16-bit dtype dt. */
+/* fp64 -> fp32 rounded to odd, 8 lanes (see round_odd16). */
+MF_INLINE __m256i round_odd8(__m512d a) {
+    __m256 t = _mm512_cvt_roundpd_ps(a, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    __mmask8 in = _mm512_cmp_pd_mask(_mm512_cvtps_pd(t), a, _CMP_NEQ_OQ);
+    return _mm256_mask_or_epi32(_mm256_castps_si256(t), in, _mm256_castps_si256(t), _mm256_set1_epi32(1));
+}
+
+/* 16 fp64 lanes rounded once to 16-bit dtype dt, in element order. fp16: a
+ * holds elements 0-7, b 8-15. bf16 (the ld16 layout): a the even elements,
+ * b the odd ones, which land in the low and high halves of 32-bit lanes. */
 MF_INLINE __m256i narrow16(mf_dt dt, __m512d a, __m512d b) {
-    __m512 f = round_odd16(a, b);
-    __mmask16 nan = _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q);
     if (dt == MF_F16) {
+        __m512 f = round_odd16(a, b);
+        __mmask16 nan = _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q);
         __m256i h = _mm512_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         return _mm256_mask_blend_epi16(nan, h, _mm256_set1_epi16(0x7E00));
     }
-    __m512i u = _mm512_castps_si512(f);
-    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), lsb), 16);
-    r = _mm512_mask_mov_epi32(r, nan, _mm512_set1_epi32(0x7FC0));
-    return _mm512_cvtepi32_epi16(r);
+    const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7FFF);
+    __m256i ue = round_odd8(a), uo = round_odd8(b);
+    __mmask8 ne = _mm256_cmp_ps_mask(_mm256_castsi256_ps(ue), _mm256_castsi256_ps(ue), _CMP_UNORD_Q);
+    __mmask8 no = _mm256_cmp_ps_mask(_mm256_castsi256_ps(uo), _mm256_castsi256_ps(uo), _CMP_UNORD_Q);
+    __m256i re = _mm256_add_epi32(_mm256_add_epi32(ue, bias), _mm256_and_si256(_mm256_srli_epi32(ue, 16), one));
+    __m256i ro = _mm256_add_epi32(_mm256_add_epi32(uo, bias), _mm256_and_si256(_mm256_srli_epi32(uo, 16), one));
+    re = _mm256_mask_mov_epi32(_mm256_srli_epi32(re, 16), ne, _mm256_set1_epi32(0x7FC0));
+    ro = _mm256_mask_mov_epi32(_mm256_and_si256(ro, _mm256_set1_epi32((int)0xFFFF0000u)), no,
+                               _mm256_set1_epi32(0x7FC00000));
+    return _mm256_or_si256(re, ro);
 }
 
 /* 8 fp64 lanes rounded once (RNE) to fp32, NaN canonical. */
@@ -81,42 +114,53 @@ MF_INLINE int row_body(mf_dt dt, const mf_fwd_row *t, size_t j0, size_t n, doubl
     size_t i = 0;
     for (; i + 32 <= n; i += 32) {
         const size_t j = j0 + i;
+        for (int q = 0; q < t->nnext; q++) {
+            const char *pf = (const char *)t->next[q] + j * es;
+            _mm_prefetch(pf, MF_PF_HINT);
+            if (dt == MF_F32) _mm_prefetch(pf + 64, MF_PF_HINT);
+        }
         __m512d a[4];
         int have = 0;
         if (load) {
-            for (int v = 0; v < 4; v++) a[v] = _mm512_loadu_pd(acc + i + 8 * v);
+            MF_UNROLL for (int v = 0; v < 4; v++) a[v] = _mm512_loadu_pd(acc + i + 8 * v);
             have = 1;
         } else if (x1) {
-            for (int v = 0; v < 4; v++) a[v] = ld8(dt, x1, j + 8 * v);
-            if (x2)
-                for (int v = 0; v < 4; v++) a[v] = _mm512_add_pd(a[v], ld8(dt, x2, j + 8 * v));
+            ld16(dt, x1, j, a);
+            ld16(dt, x1, j + 16, a + 2);
+            if (x2) {
+                __m512d w[4];
+                ld16(dt, x2, j, w);
+                ld16(dt, x2, j + 16, w + 2);
+                MF_UNROLL for (int v = 0; v < 4; v++) a[v] = _mm512_add_pd(a[v], w[v]);
+            }
             have = 1;
         } else {
-            for (int v = 0; v < 4; v++) a[v] = _mm512_setzero_pd();
+            MF_UNROLL for (int v = 0; v < 4; v++) a[v] = _mm512_setzero_pd();
         }
         for (int q = 0; q < t->nk; q++) {
             const void *x = t->x[q], *b = t->b[q];
             __m512d w[4];
-            if (x) {
-                for (int v = 0; v < 4; v++) w[v] = ld8(dt, x, j + 8 * v);
-                if (b)
-                    for (int v = 0; v < 4; v++) w[v] = _mm512_add_pd(w[v], ld8(dt, b, j + 8 * v));
-            } else if (b) {
-                for (int v = 0; v < 4; v++) w[v] = ld8(dt, b, j + 8 * v);
-            } else {
-                continue;
+            const void *first = x ? x : b;
+            if (!first) continue;
+            ld16(dt, first, j, w);
+            ld16(dt, first, j + 16, w + 2);
+            if (x && b) {
+                __m512d u[4];
+                ld16(dt, b, j, u);
+                ld16(dt, b, j + 16, u + 2);
+                MF_UNROLL for (int v = 0; v < 4; v++) w[v] = _mm512_add_pd(w[v], u[v]);
             }
             const __m512d s = _mm512_set1_pd(t->s[q]);
-            for (int v = 0; v < 4; v++) w[v] = _mm512_mul_pd(s, w[v]);
+            MF_UNROLL for (int v = 0; v < 4; v++) w[v] = _mm512_mul_pd(s, w[v]);
             if (have)
-                for (int v = 0; v < 4; v++) a[v] = _mm512_add_pd(a[v], w[v]);
+                MF_UNROLL for (int v = 0; v < 4; v++) a[v] = _mm512_add_pd(a[v], w[v]);
             else
-                for (int v = 0; v < 4; v++) a[v] = w[v];
+                MF_UNROLL for (int v = 0; v < 4; v++) a[v] = w[v];
             have = 1;
         }
         if (fin) store32(dt, t->out, j, a, nt); /* a is +0.0 when nothing was present */
         else if (have)
-            for (int v = 0; v < 4; v++) _mm512_storeu_pd(acc + i + 8 * v, a[v]);
+            MF_UNROLL for (int v = 0; v < 4; v++) _mm512_storeu_pd(acc + i + 8 * v, a[v]);
     }
     if (i < n) mf_fwd_row_ref(dt, t, j0, i, n, acc, flags);
     return have0;

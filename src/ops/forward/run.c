@@ -19,7 +19,8 @@ typedef struct fwd_ctx {
     const fwd_plan *p;
     const mf_fwd_kernels *fk;
     mf_rows x, x1, x2, bias;
-    int nt; /* streaming stores for out */
+    int nt;       /* streaming stores for out */
+    int prefetch; /* prefetch the next token's rows */
 } fwd_ctx;
 
 /* Fills slots [k0, k1) of token r into t (slot q = k - k0). */
@@ -37,6 +38,20 @@ static void fill_slots(const fwd_ctx *c, int64_t r, int64_t k0, int64_t k1, mf_f
     }
 }
 
+/* The rows token r will read, for the kernels to prefetch while they work on r - 1. */
+static void fill_next(const fwd_ctx *c, int64_t r, int64_t r1, mf_fwd_row *t) {
+    const fwd_plan *p = c->p;
+    t->nnext = 0;
+    if (!c->prefetch || r >= r1) return;
+    for (int64_t k = 0; k < p->K && k < MF_FWD_KMAX; k++) {
+        const int64_t i = p->row_laid ? r * p->K + k : k * p->R + r;
+        const int32_t d = mf_small_i32(&p->idx, i, 0);
+        if (d >= 0) t->next[t->nnext++] = mf_row(&c->x, d);
+    }
+    if (p->has_x1) t->next[t->nnext++] = mf_row(&c->x1, r);
+    if (p->has_x2) t->next[t->nnext++] = mf_row(&c->x2, r);
+}
+
 /* out rows of tokens [r0, r1). */
 static void fwd_tokens(void *vctx, int64_t r0, int64_t r1) {
     const fwd_ctx *c = vctx;
@@ -48,6 +63,7 @@ static void fwd_tokens(void *vctx, int64_t r0, int64_t r1) {
         t.x1 = p->has_x1 ? mf_row(&c->x1, r) : NULL;
         t.x2 = p->has_x2 ? mf_row(&c->x2, r) : NULL;
         t.out = p->out + r * row_bytes;
+        fill_next(c, r + 1, r1, &t);
         if (K <= MF_FWD_KMAX) { /* the common case: sums stay in registers */
             fill_slots(c, r, 0, K, &t);
             fn(&t, 0, (size_t)H, NULL, MF_FWD_FINAL, c->nt);
@@ -103,8 +119,10 @@ aclnnStatus mf_fwd_run(const void *vplan, void *workspace) {
     if (p->R == 0 || p->H == 0) return ACLNN_SUCCESS;
 
     const int64_t row_bytes = p->H * (int64_t)p->es;
-    fwd_ctx c = {p, mf_fwd_kernels_select(), p->x, p->x1, p->x2, p->bias, 0};
+    fwd_ctx c = {p, mf_fwd_kernels_select(), p->x, p->x1, p->x2, p->bias, 0, 0};
     c.nt = p->R * row_bytes >= nt_threshold();
+    /* Gathered rows that will not be in cache anyway: fetch a token ahead. */
+    c.prefetch = p->N * row_bytes >= nt_threshold() / 4;
     if (p->pack_x) c.x = mf_rows_pack(&p->x, p->H, p->es, ws + p->ws_x);
     if (p->pack_x1) c.x1 = mf_rows_pack(&p->x1, p->H, p->es, ws + p->ws_x1);
     if (p->pack_x2) c.x2 = mf_rows_pack(&p->x2, p->H, p->es, ws + p->ws_x2);

@@ -1,0 +1,92 @@
+// test_headers_cpp.cpp - the public headers as a C++11 program (CANN's samples are
+// C++) sees them, built with -std=c++11 -Wall -Wextra -Werror -pedantic: values, exact types, C linkage.
+#include "acl/acl.h"
+#include "aclnn/acl_meta.h"
+#include "aclnn/aclnn_base.h"
+#include "aclnnop/aclnn_moe_finalize_routing_v2.h"
+#include "aclnnop/aclnn_moe_finalize_routing_v2_grad.h"
+#include "moefr/moefr.h"
+#include "acl/acl.h"
+
+#include <cstdio>
+#include <cstring>
+#include <type_traits>
+
+static_assert(ACL_FLOAT == 0 && ACL_FLOAT16 == 1 && ACL_INT32 == 3 && ACL_BF16 == 27 && ACL_DT_UNDEFINED == -1,
+              "aclDataType values");
+static_assert(ACL_FORMAT_ND == 2 && ACL_FORMAT_UNDEFINED == -1, "aclFormat values");
+static_assert(ACLNN_ERR_PARAM_NULLPTR == 161001 && ACLNN_ERR_PARAM_INVALID == 161002 &&
+                  ACLNN_ERR_INNER_TILING_ERROR == 561002 && ACLNN_ERR_INNER_NULLPTR == 561103,
+              "aclnnStatus values");
+static_assert(ACL_ERROR_INVALID_PARAM == 100000 && ACL_ERROR_INVALID_DEVICE == 200002, "aclError values");
+static_assert(std::is_same<aclError, int>::value, "aclError is int");
+static_assert(std::is_same<aclnnStatus, int32_t>::value, "aclnnStatus is int32_t");
+static_assert(std::is_same<aclrtStream, void *>::value, "aclrtStream is void *");
+
+#define SAME_TYPE(fn, type) static_assert(std::is_same<decltype(&fn), type>::value, #fn " has SPEC's signature")
+SAME_TYPE(aclInit, aclError (*)(const char *));
+SAME_TYPE(aclFinalize, aclError (*)());
+SAME_TYPE(aclrtSetDevice, aclError (*)(int32_t));
+SAME_TYPE(aclrtResetDevice, aclError (*)(int32_t));
+SAME_TYPE(aclrtGetDevice, aclError (*)(int32_t *));
+SAME_TYPE(aclrtCreateStream, aclError (*)(aclrtStream *));
+SAME_TYPE(aclrtDestroyStream, aclError (*)(aclrtStream));
+SAME_TYPE(aclrtSynchronizeStream, aclError (*)(aclrtStream));
+SAME_TYPE(aclrtMalloc, aclError (*)(void **, size_t, aclrtMemMallocPolicy));
+SAME_TYPE(aclrtMallocHost, aclError (*)(void **, size_t));
+SAME_TYPE(aclrtFree, aclError (*)(void *));
+SAME_TYPE(aclrtFreeHost, aclError (*)(void *));
+SAME_TYPE(aclrtMemcpy, aclError (*)(void *, size_t, const void *, size_t, aclrtMemcpyKind));
+SAME_TYPE(aclrtMemset, aclError (*)(void *, size_t, int32_t, size_t));
+SAME_TYPE(aclGetRecentErrMsg, const char *(*)());
+SAME_TYPE(aclCreateTensor, aclTensor *(*)(const int64_t *, uint64_t, aclDataType, const int64_t *, int64_t, aclFormat,
+                                           const int64_t *, uint64_t, void *));
+SAME_TYPE(aclDestroyTensor, aclnnStatus (*)(const aclTensor *));
+SAME_TYPE(aclSetAclOpExecutorRepeatable, aclnnStatus (*)(aclOpExecutor *));
+SAME_TYPE(aclDestroyAclOpExecutor, aclnnStatus (*)(aclOpExecutor *));
+SAME_TYPE(aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize,
+          aclnnStatus (*)(const aclTensor *, const aclTensor *, const aclTensor *, const aclTensor *, const aclTensor *,
+                          const aclTensor *, int64_t, int64_t, int64_t, int64_t, const aclTensor *, const aclTensor *,
+                          uint64_t *, aclOpExecutor **));
+SAME_TYPE(aclnnMoeFinalizeRoutingV2Grad, aclnnStatus (*)(void *, uint64_t, aclOpExecutor *, aclrtStream));
+SAME_TYPE(aclnnMoeFinalizeRoutingV2GetWorkspaceSize,
+          aclnnStatus (*)(const aclTensor *, const aclTensor *, const aclTensor *, const aclTensor *, const aclTensor *,
+                          const aclTensor *, const aclTensor *, int64_t, const aclTensor *, uint64_t *,
+                          aclOpExecutor **));
+SAME_TYPE(aclnnMoeFinalizeRoutingV2, aclnnStatus (*)(void *, uint64_t, aclOpExecutor *, aclrtStream));
+SAME_TYPE(moefrVersion, const char *(*)());
+SAME_TYPE(moefrIsa, const char *(*)());
+SAME_TYPE(moefrNumThreads, int (*)());
+
+int main() {
+    // calls in the style of CANN's samples: this links only if the names have C linkage
+    if (aclInit(nullptr) != ACL_SUCCESS || aclrtSetDevice(0) != ACL_SUCCESS) return 1;
+    aclrtStream stream = nullptr;
+    if (aclrtCreateStream(&stream) != ACL_SUCCESS) return 1;
+    float gy[2] = {1.0f, 2.0f}, gx[2] = {0, 0}, gs[1] = {0};
+    int32_t idx[1] = {0};
+    int64_t dgy[2] = {1, 2}, didx[1] = {1}, dgs[2] = {1, 1};
+    aclTensor *tgy = aclCreateTensor(dgy, 2, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, dgy, 2, gy);
+    aclTensor *tidx = aclCreateTensor(didx, 1, ACL_INT32, nullptr, 0, ACL_FORMAT_ND, didx, 1, idx);
+    aclTensor *tgx = aclCreateTensor(dgy, 2, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, dgy, 2, gx);
+    aclTensor *tgs = aclCreateTensor(dgs, 2, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, dgs, 2, gs);
+    uint64_t wsSize = 0;
+    aclOpExecutor *executor = nullptr;
+    if (aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize(tgy, tidx, nullptr, nullptr, nullptr, nullptr, 0, 0, 0, 0, tgx,
+                                                      tgs, &wsSize, &executor) != ACLNN_SUCCESS)
+        return 1;
+    void *ws = nullptr;
+    if (wsSize > 0 && aclrtMalloc(&ws, wsSize, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS) return 1;
+    if (aclnnMoeFinalizeRoutingV2Grad(ws, wsSize, executor, stream) != ACLNN_SUCCESS) return 1;
+    if (aclrtSynchronizeStream(stream) != ACL_SUCCESS || gx[0] != 1.0f || gx[1] != 2.0f) return 1;
+    if (ws) aclrtFree(ws);
+    aclDestroyTensor(tgy);
+    aclDestroyTensor(tidx);
+    aclDestroyTensor(tgx);
+    aclDestroyTensor(tgs);
+    aclrtDestroyStream(stream);
+    aclrtResetDevice(0);
+    aclFinalize();
+    std::printf("test_headers_cpp: C++11 view of the headers ok (moefr %s)\n", moefrVersion());
+    return 0;
+}

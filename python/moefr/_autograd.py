@@ -16,6 +16,22 @@ def _backward_index(idx, mode, R, K):
     return idx
 
 
+def round_from_f64(x, dtype):
+    """float64 -> dtype, rounded once to nearest even. torch converts float64 to fp16/bf16
+    through fp32, which rounds twice (a value just above a half-way point can land on it and
+    then go to even); rounding to fp32 *to odd* first keeps the final rounding exact, since
+    fp32 carries more than two extra bits over fp16 and bf16."""
+    if dtype in (torch.float32, torch.float64):
+        return x.to(dtype)
+    f = x.to(torch.float32)
+    back = f.to(torch.float64)
+    inexact = back != x
+    f = torch.where(inexact & (back.abs() > x.abs()), torch.nextafter(f, torch.zeros_like(f)), f)
+    bits = f.view(torch.int32)
+    f = torch.where(inexact, bits | 1, bits).view(torch.float32)
+    return f.to(dtype)
+
+
 def bias_grad(grad_out, scales, expert_idx, num_experts, dtype, rows_per_chunk=None):
     """grad_bias[e] = sum over every slot (r, k) routed to e, dropped ones included, of
     scales[r, k] * grad_out[r]. Products and sums are float64 (an fp32 x fp32 product is exact
@@ -32,7 +48,7 @@ def bias_grad(grad_out, scales, expert_idx, num_experts, dtype, rows_per_chunk=N
         if scales is not None:
             g = g * scales[r0:r1].to(torch.float64).reshape(-1, 1)
         acc.index_add_(0, expert_idx[r0:r1].reshape(-1).to(torch.int64), g)
-    return acc.to(dtype)
+    return round_from_f64(acc, dtype)
 
 
 class MoeFinalizeRouting(torch.autograd.Function):

@@ -140,6 +140,7 @@ class ForwardAndGradients(unittest.TestCase):
             dict(),
             dict(with_bias=True),
             dict(with_scales=False, with_x1=True),
+            dict(with_scales=False, with_bias=True, with_x1=True, with_x2=True),
         ]
         for mode in range(4):
             for dtype in DTYPES:
@@ -208,6 +209,35 @@ class ForwardAndGradients(unittest.TestCase):
         (gx,) = torch.autograd.grad(out, [s.t["expanded_x"]], s.g, create_graph=True)
         with self.assertRaises(RuntimeError):
             gx.sum().backward()
+
+    def test_round_from_f64(self):
+        """Single rounding from float64, checked against exact neighbours taken from the bits:
+        values at and next to the half-way points of fp16/bf16 (normal and subnormal), where
+        rounding through fp32 goes wrong."""
+        from moefr._autograd import round_from_f64
+        for dt in (torch.float16, torch.bfloat16):
+            mag = torch.from_numpy(np.abs(self.rng.standard_normal(4000)) * np.exp2(
+                self.rng.integers(-30, 12, 4000))).to(dt)
+            extra = [6.0e-5, 6.1e-8, 2.0 ** -14, 1.0, 3.0] if dt == torch.float16 else [1e-39, 1.0, 3.0]
+            base16 = torch.cat([mag, torch.tensor(extra).to(dt)])
+            base16 = base16[(base16 > 0) & torch.isfinite(base16)]
+            nxt16 = (base16.view(torch.int16) + 1).view(dt)          # next value up, from the bits
+            keep = torch.isfinite(nxt16)
+            base, nxt = base16[keep].double(), nxt16[keep].double()
+            even_lo = (base16[keep].view(torch.int16) & 1) == 0
+            mid = (base + nxt) / 2                                   # exact in float64
+            for rel in (-2e-16, -1e-9, 0.0, 1e-9, 2e-16):
+                for sign in (1.0, -1.0):
+                    x = sign * mid * (1 + rel)
+                    got = round_from_f64(x, dt).double() * sign
+                    if rel < 0:
+                        want = base
+                    elif rel > 0:
+                        want = nxt
+                    else:
+                        want = torch.where(even_lo, base, nxt)
+                    bad = got != want
+                    self.assertFalse(bad.any(), (dt, rel, sign, x[bad][:3], got[bad][:3], want[bad][:3]))
 
     def test_bias_grad_chunks(self):
         from moefr import _autograd

@@ -42,7 +42,9 @@ enum {
  *   acc = x1 (+ x2)  -- or, without x1, the first present slot term
  *   for each slot q in order: acc = acc + s[q] * (x[q] + b[q])
  *   FINAL: out = round_to_nearest_even(acc), +0.0 when nothing was present
- * acc is indexed from j0 (acc[j - j0]) and unused when flags == MF_FWD_FINAL.
+ * acc holds n fp64 partial sums, unused when flags == MF_FWD_FINAL; its order
+ * is the table's own (SIMD tables keep their lane layout), so a LOAD call must
+ * use the same table, j0 and n as the call that stored it.
  * NaN results are stored as the canonical quiet NaN of the dtype (positive).
  * nt permits streaming stores to out (caller fences). Returns 1 when acc now
  * holds something (x1 or a term was present, or LOAD), else 0. */

@@ -5,6 +5,8 @@
 #include "kernels/forward_ref.h"
 
 #define MF_INLINE static inline __attribute__((always_inline))
+/* Keep the 4-vector loops unrolled at any -O level: the sums must stay in registers. */
+#define MF_UNROLL _Pragma("GCC unroll 4")
 
 /* 8 elements of dtype dt widened exactly to fp32 (then to fp64 by halves). */
 MF_INLINE __m256 ld8(mf_dt dt, const void *p, size_t j) {
@@ -15,6 +17,23 @@ MF_INLINE __m256 ld8(mf_dt dt, const void *p, size_t j) {
 }
 MF_INLINE __m256d lo4(__m256 v) { return _mm256_cvtps_pd(_mm256_castps256_ps128(v)); }
 MF_INLINE __m256d hi4(__m256 v) { return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)); }
+
+/* 16 elements widened exactly to fp64 in four vectors. fp32/fp16: v[0..3] =
+ * elements 0-3, 4-7, 8-11, 12-15. bf16: a bf16 pair in a 32-bit lane becomes
+ * two fp32 values by a shift and a mask (no shuffle), so v[0], v[1] hold the
+ * even elements 0..14 and v[2], v[3] the odd ones. Every operand of an element
+ * sits in the same lane, so the per-element arithmetic is unchanged. */
+MF_INLINE void ld16(mf_dt dt, const void *p, size_t j, __m256d v[4]) {
+    if (dt == MF_BF16) {
+        __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)p + j));
+        __m256 e = _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
+        __m256 o = _mm256_castsi256_ps(_mm256_and_si256(h, _mm256_set1_epi32((int)0xFFFF0000u)));
+        v[0] = lo4(e), v[1] = hi4(e), v[2] = lo4(o), v[3] = hi4(o);
+        return;
+    }
+    __m256 a = ld8(dt, p, j), b = ld8(dt, p, j + 8);
+    v[0] = lo4(a), v[1] = hi4(a), v[2] = lo4(b), v[3] = hi4(b);
+}
 
 /* Two vectors of 4 all-ones/all-zeros 64-bit masks as 8 32-bit masks. */
 MF_INLINE __m256i narrow_mask(__m256d lo, __m256d hi) {
@@ -65,7 +84,22 @@ MF_INLINE void st32(void *p, __m256i v, int nt) {
     else _mm256_storeu_si256((__m256i *)p, v);
 }
 
-/* 16 elements from 4 fp64 vectors: 64 bytes (fp32) or 32 bytes (fp16/bf16). */
+/* 8 fp64 lanes (even elements in e, odd in o: the ld16 bf16 layout) rounded
+ * once to bf16, as 16 bf16 values in element order. */
+MF_INLINE __m256i narrow16_bf16(__m256d e0, __m256d e1, __m256d o0, __m256d o1) {
+    const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7FFF);
+    __m256i ue = round_odd8(e0, e1), uo = round_odd8(o0, o1);
+    __m256i ne = _mm256_castps_si256(_mm256_cmp_ps(_mm256_castsi256_ps(ue), _mm256_castsi256_ps(ue), _CMP_UNORD_Q));
+    __m256i no = _mm256_castps_si256(_mm256_cmp_ps(_mm256_castsi256_ps(uo), _mm256_castsi256_ps(uo), _CMP_UNORD_Q));
+    __m256i re = _mm256_add_epi32(_mm256_add_epi32(ue, bias), _mm256_and_si256(_mm256_srli_epi32(ue, 16), one));
+    __m256i ro = _mm256_add_epi32(_mm256_add_epi32(uo, bias), _mm256_and_si256(_mm256_srli_epi32(uo, 16), one));
+    re = _mm256_blendv_epi8(_mm256_srli_epi32(re, 16), _mm256_set1_epi32(0x7FC0), ne);
+    ro = _mm256_blendv_epi8(_mm256_and_si256(ro, _mm256_set1_epi32((int)0xFFFF0000u)), _mm256_set1_epi32(0x7FC00000),
+                            no);
+    return _mm256_or_si256(re, ro);
+}
+
+/* 16 elements from 4 fp64 vectors (ld16 layout): 64 bytes (fp32) or 32 bytes (fp16/bf16). */
 MF_INLINE void store16(mf_dt dt, void *out, size_t j, const __m256d a[4], int nt) {
     if (dt == MF_F32) {
         float *o = (float *)out + j;
@@ -73,6 +107,10 @@ MF_INLINE void store16(mf_dt dt, void *out, size_t j, const __m256d a[4], int nt
             __m256 v = _mm256_set_m128(narrow4_f32(a[2 * h + 1]), narrow4_f32(a[2 * h]));
             st32(o + 8 * h, _mm256_castps_si256(v), nt);
         }
+        return;
+    }
+    if (dt == MF_BF16) {
+        st32((uint16_t *)out + j, narrow16_bf16(a[0], a[1], a[2], a[3]), nt);
         return;
     }
     st32((uint16_t *)out + j, _mm256_set_m128i(narrow8(dt, a[2], a[3]), narrow8(dt, a[0], a[1])), nt);
@@ -98,49 +136,41 @@ MF_INLINE int row_body(mf_dt dt, const mf_fwd_row *t, size_t j0, size_t n, doubl
         __m256d a[4];
         int have = 0;
         if (load) {
-            for (int v = 0; v < 4; v++) a[v] = _mm256_loadu_pd(acc + i + 4 * v);
+            MF_UNROLL for (int v = 0; v < 4; v++) a[v] = _mm256_loadu_pd(acc + i + 4 * v);
             have = 1;
         } else if (x1) {
-            for (int h = 0; h < 2; h++) {
-                __m256 p = ld8(dt, x1, j + 8 * h);
-                a[2 * h] = lo4(p), a[2 * h + 1] = hi4(p);
+            ld16(dt, x1, j, a);
+            if (x2) {
+                __m256d w[4];
+                ld16(dt, x2, j, w);
+                MF_UNROLL for (int v = 0; v < 4; v++) a[v] = _mm256_add_pd(a[v], w[v]);
             }
-            if (x2)
-                for (int h = 0; h < 2; h++) {
-                    __m256 p = ld8(dt, x2, j + 8 * h);
-                    a[2 * h] = _mm256_add_pd(a[2 * h], lo4(p));
-                    a[2 * h + 1] = _mm256_add_pd(a[2 * h + 1], hi4(p));
-                }
             have = 1;
         } else {
-            for (int v = 0; v < 4; v++) a[v] = _mm256_setzero_pd();
+            MF_UNROLL for (int v = 0; v < 4; v++) a[v] = _mm256_setzero_pd();
         }
         for (int q = 0; q < t->nk; q++) {
             const void *x = t->x[q], *b = t->b[q];
             __m256d w[4];
             const void *first = x ? x : b;
             if (!first) continue;
-            for (int h = 0; h < 2; h++) {
-                __m256 p = ld8(dt, first, j + 8 * h);
-                w[2 * h] = lo4(p), w[2 * h + 1] = hi4(p);
+            ld16(dt, first, j, w);
+            if (x && b) {
+                __m256d u[4];
+                ld16(dt, b, j, u);
+                MF_UNROLL for (int v = 0; v < 4; v++) w[v] = _mm256_add_pd(w[v], u[v]);
             }
-            if (x && b)
-                for (int h = 0; h < 2; h++) {
-                    __m256 p = ld8(dt, b, j + 8 * h);
-                    w[2 * h] = _mm256_add_pd(w[2 * h], lo4(p));
-                    w[2 * h + 1] = _mm256_add_pd(w[2 * h + 1], hi4(p));
-                }
             const __m256d s = _mm256_set1_pd(t->s[q]);
-            for (int v = 0; v < 4; v++) w[v] = _mm256_mul_pd(s, w[v]);
+            MF_UNROLL for (int v = 0; v < 4; v++) w[v] = _mm256_mul_pd(s, w[v]);
             if (have)
-                for (int v = 0; v < 4; v++) a[v] = _mm256_add_pd(a[v], w[v]);
+                MF_UNROLL for (int v = 0; v < 4; v++) a[v] = _mm256_add_pd(a[v], w[v]);
             else
-                for (int v = 0; v < 4; v++) a[v] = w[v];
+                MF_UNROLL for (int v = 0; v < 4; v++) a[v] = w[v];
             have = 1;
         }
         if (fin) store16(dt, t->out, j, a, nt); /* a is +0.0 when nothing was present */
         else if (have)
-            for (int v = 0; v < 4; v++) _mm256_storeu_pd(acc + i + 4 * v, a[v]);
+            MF_UNROLL for (int v = 0; v < 4; v++) _mm256_storeu_pd(acc + i + 4 * v, a[v]);
     }
     if (i < n) mf_fwd_row_ref(dt, t, j0, i, n, acc, flags);
     return have0;

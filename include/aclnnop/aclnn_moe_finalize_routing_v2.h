@@ -1,17 +1,45 @@
 /* aclnnop/aclnn_moe_finalize_routing_v2.h - MoE finalize routing (token
- * unpermute/combine), the forward of aclnnMoeFinalizeRoutingV2Grad.
- * Semantics: SPEC section 8.
+ * unpermute/combine), the forward of aclnnMoeFinalizeRoutingV2Grad. SPEC 8.
  *
  *   out[r][j] = x1[r][j] + x2[r][j]
  *             + sum_k scales[r][k] * (expandedX[d][j] + bias[e][j])
- * with e = expertIdx[r][k], d = expandedRowIdx[k*R + r] for dropPadMode 0/1
- * (column layout) or expandedRowIdx[r*K + k] for 2/3 (row layout). Modes 1/3
- * take expandedX as (E, C, H); d = -1 contributes scales*bias only. Summed in
- * fp64 with k in order, rounded once to out's dtype.
  *
- * Phase 1 validates descriptors (161001 NULL, 161002 dtype/format, 561103
- * shapes/mode/missing companions); phase 2 validates index and expert values
- * (161002) and leaves `out` untouched on error. */
+ * with e = expertIdx[r][k] and d = expandedRowIdx[k*R + r] for dropPadMode 0/1
+ * (column layout, as aclnnMoeInitRouting emits) or expandedRowIdx[r*K + k] for
+ * 2/3 (row layout, as aclnnMoeInitRoutingV2 emits). Modes 1/3 are drop-pad:
+ * expandedX is (E, C, H) and d = -1 adds scales*bias[e] but no expandedX row.
+ *
+ * Shapes: out (R, H) is required and fixes R and H; x1, x2 (R, H); scales and
+ * expertIdx (R, K); expandedRowIdx (R*K); expandedX (R*K, H) in modes 0/2,
+ * (E, C, H) with E, C > 0 in modes 1/3; bias (E', H) with E' > 0, and E' = E
+ * in modes 1/3. Without scales K is 1 and the scale is 1: expandedRowIdx then
+ * has R entries (as in the backward, where no scales means R*K = R).
+ *
+ * Arithmetic, per output element, in fp64: acc = x1 (+ x2), then for k = 0..K-1
+ * in order acc = acc + s_k * (x_d + b_e), then one round-to-nearest-even to
+ * out's dtype. Absent inputs are absent terms, not zeros: without x1 the sum
+ * starts at the first slot's term (so K = 1 without scales copies x exactly,
+ * -0.0 included); a drop-pad slot (d = -1) without bias adds nothing at all
+ * (matching its gradScales of 0); with nothing present out is +0.0. NaN
+ * results are stored as the dtype's canonical quiet NaN. Bit-identical for
+ * every thread count and kernel path (MOEFR_ISA).
+ *
+ * Dtypes: expandedX, x1, x2, bias and out share FLOAT16, BFLOAT16 or FLOAT;
+ * scales any of the three (Ascend 950), or with MOEFR_SOC=ascend910b the data
+ * dtype or FLOAT with BFLOAT16 data; expandedRowIdx, expertIdx INT32; format ND;
+ * out contiguous. Inputs may be strided views.
+ *
+ * Phase 1 (GetWorkspaceSize), in this order of classes: a NULL expandedX,
+ * expandedRowIdx, out, workspaceSize or executor -> ACLNN_ERR_PARAM_NULLPTR
+ * (161001); a dtype or format outside the rules above, or a non-contiguous out
+ * -> ACLNN_ERR_PARAM_INVALID (161002); x2 without x1, bias without expertIdx,
+ * dropPadMode not 0..3, or any shape that breaks the rules above ->
+ * ACLNN_ERR_INNER_NULLPTR (561103, as CANN documents for this operator).
+ * Phase 2 checks values before writing anything: modes 0/2 need a permutation
+ * of [0, R*K); modes 1/3 values in [-1, E*C) with no value but -1 twice; with
+ * bias, every expertIdx in [0, E'). A violation returns ACLNN_ERR_PARAM_INVALID
+ * (161002) with `out` untouched. Every error leaves a one-line message naming
+ * the parameter and the values in aclGetRecentErrMsg(). */
 #ifndef MOEFR_ACLNNOP_MOE_FINALIZE_ROUTING_V2_H_
 #define MOEFR_ACLNNOP_MOE_FINALIZE_ROUTING_V2_H_
 

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "acl/acl.h"
+#include "aclnnop/aclnn_moe_finalize_routing_v2.h"
 #include "aclnnop/aclnn_moe_finalize_routing_v2_grad.h"
 #include "moefr/moefr.h"
 
@@ -171,7 +172,37 @@ static double prob_run(prob *p, int hzero) {
     return t;
 }
 
+/* The forward operator on the same data: out (R,H) = sum_k scales * expandedX[d],
+ * row layout (dropPadMode 2); out goes to the gy buffer. */
+static double prob_run_forward(prob *p) {
+    int64_t N = p->R * p->K;
+    int64_t d_out[2] = {p->R, p->H}, d_idx[1] = {N}, d_x[2] = {N, p->H}, d_rk[2] = {p->R, p->K};
+    aclTensor *tout = aclCreateTensor(d_out, 2, p->dt, NULL, 0, ACL_FORMAT_ND, d_out, 2, p->gy);
+    aclTensor *tidx = aclCreateTensor(d_idx, 1, ACL_INT32, NULL, 0, ACL_FORMAT_ND, d_idx, 1, p->idx);
+    aclTensor *tx = aclCreateTensor(d_x, 2, p->dt, NULL, 0, ACL_FORMAT_ND, d_x, 2, p->x);
+    aclTensor *ts = aclCreateTensor(d_rk, 2, p->dt, NULL, 0, ACL_FORMAT_ND, d_rk, 2, p->sc);
+    double t = -1;
+    uint64_t wsz = 0;
+    aclOpExecutor *ex = NULL;
+    double t0 = now();
+    int rc = aclnnMoeFinalizeRoutingV2GetWorkspaceSize(tx, tidx, NULL, NULL, NULL, ts, NULL, 2, tout, &wsz, &ex);
+    if (rc == 0 && wsz > p->ws_size) {
+        double t1 = now();
+        dev_free(p->ws);
+        p->ws = dev_alloc(wsz);
+        memset(p->ws, 0, wsz);
+        p->ws_size = wsz;
+        t0 += now() - t1;
+    }
+    if (rc == 0) rc = aclnnMoeFinalizeRoutingV2(p->ws, wsz, ex, NULL);
+    if (rc == 0) t = now() - t0;
+    else fprintf(stderr, "bench: forward status %d: %s\n", rc, aclGetRecentErrMsg());
+    aclDestroyTensor(tout), aclDestroyTensor(tidx), aclDestroyTensor(tx), aclDestroyTensor(ts);
+    return t;
+}
+
 typedef struct result {
+    int forward;
     double ms, gbs, copy_gbs, ratio, validate_pct;
     int threads;
 } result;
@@ -184,9 +215,12 @@ static double min_of(const double *v, int n) {
 
 /* Best of g_reps for the operator and for the copy, interleaved so that load
  * from other processes hits both alike. */
-static int measure(prob *p, result *out, int with_validate) {
+static int measure_op(prob *p, result *out, int with_validate, int forward) {
     const size_t es = esz(p->dt);
-    const double bytes = (double)(p->R * p->H + 2 * p->R * p->K * p->H) * (double)es;
+    /* fewest bytes each must move: backward reads gradY and expandedX and
+     * writes gradExpandedX; forward reads expandedX and writes out */
+    const double bytes = forward ? (double)(p->R * p->K * p->H + p->R * p->H) * (double)es
+                                 : (double)(p->R * p->H + 2 * p->R * p->K * p->H) * (double)es;
     const size_t half = (size_t)(bytes / 2);
     const int threads = moefrNumThreads();
     char *src = dev_alloc(half + 64), *dst = dev_alloc(half + 64);
@@ -194,12 +228,12 @@ static int measure(prob *p, result *out, int with_validate) {
     memset(src, 1, half), memset(dst, 2, half);
     double op[64] = {0}, cp[64] = {0}, hz[64] = {0};
     int reps = g_reps > 64 ? 64 : g_reps;
-    if (prob_run(p, 0) < 0) return -1; /* warm-up: pool start, page faults */
+    if ((forward ? prob_run_forward(p) : prob_run(p, 0)) < 0) return -1; /* warm-up: pool start, page faults */
     copy_once(dst, src, half, threads);
     for (int i = 0; i < reps; i++) {
-        op[i] = prob_run(p, 0);
+        op[i] = forward ? prob_run_forward(p) : prob_run(p, 0);
         cp[i] = copy_once(dst, src, half, threads);
-        hz[i] = with_validate ? prob_run(p, 1) : 0;
+        hz[i] = with_validate && !forward ? prob_run(p, 1) : 0;
         if (op[i] < 0) return -1;
     }
     dev_free(src), dev_free(dst);
@@ -208,9 +242,14 @@ static int measure(prob *p, result *out, int with_validate) {
     out->gbs = bytes / t / 1e9;
     out->copy_gbs = (double)(2 * half) / c / 1e9;
     out->ratio = out->gbs / out->copy_gbs;
-    out->validate_pct = with_validate ? 100.0 * min_of(hz, reps) / t : -1;
+    out->validate_pct = with_validate && !forward ? 100.0 * min_of(hz, reps) / t : -1;
     out->threads = threads;
     return 0;
+}
+
+static int measure(prob *p, result *out, int with_validate) {
+    out->forward = 0;
+    return measure_op(p, out, with_validate, 0);
 }
 
 static void row_head(void) {
@@ -224,7 +263,8 @@ static void row_head(void) {
 }
 static void row(const prob *p, const result *r) {
     char shape[64];
-    snprintf(shape, sizeof shape, "%lld,%lld,%lld", (long long)p->R, (long long)p->K, (long long)p->H);
+    snprintf(shape, sizeof shape, "%lld,%lld,%lld%s", (long long)p->R, (long long)p->K, (long long)p->H,
+             r->forward ? " fwd" : "");
     char v[32] = "-";
     if (r->validate_pct >= 0) snprintf(v, sizeof v, "%.2f", r->validate_pct);
     if (g_markdown)
@@ -236,7 +276,7 @@ static void row(const prob *p, const result *r) {
     fflush(stdout);
 }
 
-static int bench_shape(int64_t R, int64_t K, int64_t H, aclDataType dt, result *r) {
+static int bench_shape(int64_t R, int64_t K, int64_t H, aclDataType dt, result *r, int forward) {
     prob p;
     if (prob_make(&p, R, K, H, dt) != 0) {
         fprintf(stderr, "bench: out of memory for %lld,%lld,%lld\n", (long long)R, (long long)K, (long long)H);
@@ -245,6 +285,12 @@ static int bench_shape(int64_t R, int64_t K, int64_t H, aclDataType dt, result *
     }
     int rc = measure(&p, r, 1);
     if (rc == 0) row(&p, r);
+    if (rc == 0 && forward) {
+        result f;
+        f.forward = 1;
+        if (measure_op(&p, &f, 0, 1) == 0) row(&p, &f);
+        else rc = -1;
+    }
     prob_free(&p);
     return rc;
 }
@@ -341,7 +387,7 @@ static int torch_compare(int64_t R, int64_t K, int64_t H, aclDataType dt, double
     }
     snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s' --lib '%s' --shape %lld,%lld,%lld --dtype %s --threads %d --reps %d",
              script, lib_path(), (long long)R, (long long)K, (long long)H, dname(dt), moefrNumThreads(),
-             g_reps < 3 ? g_reps : 3);
+             g_reps < 2 ? g_reps : 2);
     fflush(stdout);
     FILE *f = popen(cmd, "r");
     if (!f) return -1;
@@ -433,7 +479,7 @@ int moefr_bench_main(int argc, char **argv) {
     if (nshapes > 0) {
         for (int i = 0; i < nshapes; i++) {
             result r;
-            if (bench_shape(shapes[i][0], shapes[i][1], shapes[i][2], (aclDataType)shapes[i][3], &r) != 0) fails++;
+            if (bench_shape(shapes[i][0], shapes[i][1], shapes[i][2], (aclDataType)shapes[i][3], &r, 0) != 0) fails++;
         }
         return fails ? 1 : 0;
     }
@@ -445,7 +491,7 @@ int moefr_bench_main(int argc, char **argv) {
     double ms_4096[2] = {-1, -1}, ms_thr[2] = {-1, -1};
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         result r;
-        if (bench_shape(table[i][0] / s, table[i][1], table[i][2], (aclDataType)table[i][3], &r) != 0) {
+        if (bench_shape(table[i][0] / s, table[i][1], table[i][2], (aclDataType)table[i][3], &r, i < 2) != 0) {
             fails++;
             continue;
         }

@@ -107,7 +107,7 @@ void mf_parallel_for(int64_t n, mf_range_fn fn, void *ctx, int64_t serial_below)
     }
     /* Several chunks per thread balance cores that others also use; any
      * split gives the same bits, since each unit is computed by one call. */
-    int64_t chunk = n / ((int64_t)(g_workers + 1) * 8);
+    int64_t chunk = n / ((int64_t)(g_workers + 1) * 32);
     pthread_mutex_lock(&g_mu);
     g_fn = fn;
     g_ctx = ctx;

@@ -5,8 +5,8 @@ import numpy as np
 
 from . import _lib, _views
 
-# Tests set this to fill fresh outputs with NaN (0xFFFF bits for integers never occur here)
-# before the library runs, so a value the library forgot to write cannot pass as correct.
+# Tests set this to fill fresh (floating-point) outputs with NaN before the library runs,
+# so an element the library forgot to write cannot pass as correct.
 POISON_OUTPUTS = False
 
 

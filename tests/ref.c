@@ -24,29 +24,65 @@ static double decode_generic(int ebits, int mbits, uint32_t bits) {
     return (bits >> (ebits + mbits)) & 1 ? -v : v;
 }
 
-double ref_decode(ref_dt dt, uint32_t bits) { return decode_generic(k_ebits[dt], k_mbits[dt], bits); }
+/* 16-bit formats decode through tables built once from the formula (the
+ * random test decodes millions of values). */
+static double g_tab16[2][65536];
+static int g_tab16_ready;
+
+double ref_decode(ref_dt dt, uint32_t bits) {
+    if (dt == REF_F32) {
+        float f;
+        memcpy(&f, &bits, 4);
+        return f;
+    }
+    if (!g_tab16_ready) {
+        for (uint32_t p = 0; p < 65536; p++) {
+            g_tab16[0][p] = decode_generic(5, 10, p);
+            g_tab16[1][p] = decode_generic(8, 7, p);
+        }
+        g_tab16_ready = 1;
+    }
+    return g_tab16[dt == REF_BF16][bits & 0xFFFF];
+}
+
+/* 2^k for k in [-1022, 1023], built from its bits. */
+static double pow2(int k) {
+    uint64_t b = (uint64_t)(k + 1023) << 52;
+    double d;
+    memcpy(&d, &b, 8);
+    return d;
+}
+
+/* floor(log2(a)) for finite a > 0. */
+static int exponent_of(double a) {
+    uint64_t b;
+    memcpy(&b, &a, 8);
+    int e = (int)((b >> 52) & 0x7FF);
+    if (e == 0) { /* a double subnormal */
+        int e2 = 0;
+        (void)frexp(a, &e2);
+        return e2 - 1;
+    }
+    return e - 1023;
+}
 
 uint32_t ref_round_exact(int ebits, int mbits, double v) {
     const uint32_t sign = signbit(v) ? 1u << (ebits + mbits) : 0;
     const uint32_t inf = ((1u << ebits) - 1) << mbits;
     if (isnan(v)) return inf | (1u << (mbits - 1));
     const int bias = (1 << (ebits - 1)) - 1, emin = 1 - bias;
-    const double a = fabs(v), maxv = ldexp(2.0 - ldexp(1.0, -mbits), bias);
+    const double a = fabs(v), maxv = (2.0 - pow2(-mbits)) * pow2(bias);
     if (isinf(a)) return sign | inf;
-    int e2 = 0;
-    (void)frexp(a, &e2);
-    int ex = a == 0 ? emin : e2 - 1; /* a in [2^ex, 2^(ex+1)) */
-    if (ex < emin) ex = emin;        /* subnormal range: fixed spacing */
-    const double ulp = ldexp(1.0, ex - mbits);
-    /* a / ulp is exact (a power-of-two scale) and below 2^(mbits+1), so
-     * nearbyint rounds it exactly, ties to even, in the default mode */
-    const double val = nearbyint(a / ulp) * ulp;
+    int ex = a == 0 ? emin : exponent_of(a); /* a in [2^ex, 2^(ex+1)) */
+    if (ex < emin) ex = emin;                 /* subnormal range: fixed spacing */
+    /* a / 2^(ex-mbits) is exact (a power-of-two scale) and below 2^(mbits+1),
+     * so nearbyint rounds it exactly, ties to even, in the default mode */
+    const double val = nearbyint(a * pow2(mbits - ex)) * pow2(ex - mbits);
     if (val > maxv) return sign | inf;
     if (val == 0) return sign;
-    (void)frexp(val, &e2);
-    int ev = e2 - 1;
-    if (ev < emin) return sign | (uint32_t)(val / ldexp(1.0, emin - mbits));
-    uint32_t frac = (uint32_t)(val / ldexp(1.0, ev - mbits)) - (1u << mbits);
+    int ev = exponent_of(val);
+    if (ev < emin) return sign | (uint32_t)(val * pow2(mbits - emin));
+    uint32_t frac = (uint32_t)(val * pow2(mbits - ev)) - (1u << mbits);
     return sign | ((uint32_t)(ev + bias) << mbits) | frac;
 }
 
@@ -99,11 +135,9 @@ uint32_t ref_round(ref_dt dt, double v) {
 double ref_ulp(ref_dt dt, double v) {
     const int eb = k_ebits[dt], mb = k_mbits[dt], emin = 2 - (1 << (eb - 1));
     double a = fabs(v);
-    int e2 = 0;
-    (void)frexp(a, &e2);
-    int ex = a == 0 ? emin : e2 - 1;
+    int ex = a == 0 ? emin : exponent_of(a);
     if (ex < emin) ex = emin;
-    return ldexp(1.0, ex - mb);
+    return pow2(ex - mb);
 }
 
 /* ---- self-test of the conversions ---- */

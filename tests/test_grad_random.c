@@ -9,8 +9,9 @@
 enum { MODE0_ALL, MODE0_ACTIVE, MODE0_ACTIVE_BIG, MODE1, NUM_MODES };
 static const char *const mode_names[] = {"mode0/active=0", "mode0/0<active<RK", "mode0/active>=RK", "mode1"};
 /* Optional inputs: which of expandedX, scales, expertIdx, bias are given. */
-enum { OPT_NONE, OPT_X_ONLY, OPT_SCALES, OPT_SCALES_BIAS, OPT_SCALES_EIDX, NUM_OPTS };
-static const char *const opt_names[] = {"none", "x", "scales+x", "scales+x+bias+eidx", "scales+x+eidx(no bias)"};
+enum { OPT_NONE, OPT_X_ONLY, OPT_BIAS_NOSCALES, OPT_SCALES, OPT_SCALES_BIAS, OPT_SCALES_EIDX, NUM_OPTS };
+static const char *const opt_names[] = {"none", "x", "x+bias+eidx(no scales)", "scales+x", "scales+x+bias+eidx",
+                                        "scales+x+eidx(no bias)"};
 enum { LAY_CONTIG, LAY_TRANSPOSED, LAY_PADDED, LAY_NEGATIVE, LAY_3D_GROUPS, LAY_BROADCAST, LAY_MIXED, NUM_LAYS };
 static const char *const lay_names[] = {"contiguous", "transposed", "padded+offset", "negative",
                                         "3-D uncollapsed", "stride-0", "mixed"};
@@ -305,7 +306,8 @@ static void describe(const spec *s, int64_t active, int64_t E, int64_t C, char *
 static void run_case(const spec *s) {
     const int64_t R = s->R, K = s->K, H = s->H, N = R * K;
     const int has_x = s->opt != OPT_NONE, has_scales = s->opt >= OPT_SCALES;
-    const int has_bias = s->opt == OPT_SCALES_BIAS, has_eidx = s->opt == OPT_SCALES_BIAS || s->opt == OPT_SCALES_EIDX;
+    const int has_bias = s->opt == OPT_SCALES_BIAS || s->opt == OPT_BIAS_NOSCALES;
+    const int has_eidx = has_bias || s->opt == OPT_SCALES_EIDX;
     const int mode = s->mode == MODE1 ? 1 : 0;
     const size_t es = ref_size(s->dt), ses = ref_size(s->sdt);
     const ref_dt gs_dt = has_scales ? s->sdt : s->dt;
@@ -537,6 +539,29 @@ int main(void) {
                         run_case(&s);
                     }
                 }
+    /* K past the 32 slots one sweep handles, H past one 8 KiB tile of gradY */
+    for (int dt = 0; dt < 3; dt++)
+        for (int sdt = 0; sdt < 3; sdt++) {
+            static const int64_t bigk[3] = {32, 33, 67};
+            for (int i = 0; i < 3; i++) {
+                spec s = {tu_chance(50) ? MODE1 : MODE0_ALL, tu_chance(50) ? OPT_SCALES_BIAS : OPT_SCALES,
+                          (int)tu_below(NUM_LAYS), (ref_dt)dt, (ref_dt)sdt, tu_range(1, 3), bigk[i], tu_range(3, 40)};
+                run_case(&s);
+            }
+            static const int64_t bigh[3] = {2049, 4133, 8201};
+            spec s = {(int)tu_below(NUM_MODES), OPT_SCALES + (int)tu_below(3), (int)tu_below(NUM_LAYS), (ref_dt)dt,
+                      (ref_dt)sdt, tu_range(1, 3), tu_range(1, 6), bigh[sdt] + 2 * tu_below(8)};
+            if (s.mode == MODE0_ACTIVE && s.R * s.K < 2) s.R = 2;
+            run_case(&s);
+        }
+    /* one large problem (about 34 MB of gradExpandedX, 2 KiB rows): the paths
+     * that use streaming stores, prefetching and every worker thread */
+    {
+        ref_dt dt = (ref_dt)tu_below(3);
+        spec s = {MODE0_ALL, OPT_SCALES_BIAS, tu_chance(50) ? LAY_CONTIG : LAY_PADDED, dt, (ref_dt)tu_below(3), 2100,
+                  8, dt == REF_F32 ? 511 : 1023};
+        run_case(&s);
+    }
     CHECK_RC(aclrtResetDevice(0), ACL_SUCCESS);
     CHECK_RC(aclFinalize(), ACL_SUCCESS);
     printf("test_grad_random: %lld cases passed (%lld repeat runs); gradScales %lld values, %lld bit-identical "

@@ -272,6 +272,23 @@ static void phase1_checks(void) {
             P1(p, NULLPTR, tnames[i]);
         }
 
+        /* 161002: a tensor that is not live (destroyed) */
+        for (int i = 0; i < NT; i++) {
+            p = base(mode, ACL_FLOAT);
+            built b;
+            build(&p, &b);
+            CHECK_RC(aclDestroyTensor(b.t[i]), ACLNN_SUCCESS);
+            plant_message();
+            uint64_t ws = 0;
+            aclOpExecutor *ex = NULL;
+            CHECK_RC(phase1(&p, &b, &ws, &ex), INVALID);
+            CHECK(ex == NULL && outputs_untouched(&b));
+            check_message(__LINE__, F(tnames[i]));
+            b.t[i] = NULL;
+            unbuild(&b);
+            g_checks++;
+        }
+
         /* 161002: dtypes outside the table */
         p = base(mode, ACL_FLOAT);
         for (int i = 0; i < NT; i++) if (i != T_IDX && i != T_EI) p.t[i].dt = ACL_INT32;
@@ -411,6 +428,15 @@ static void phase2_checks(void) {
     int32_t e_junk[6] = {-9, 1000, 5, -1, 77, 2};
     p = base(0, ACL_FLOAT); p.t[T_B].present = 0; p.eidx_vals = e_junk; OK(p);
     p = base(1, ACL_FLOAT); p.t[T_B].present = 0; p.eidx_vals = e_junk; OK(p);
+    /* without scales (K = 1) a given bias still has its expertIdx checked */
+    int32_t e1_bad[3] = {1, 0, 2};
+    p = base_noscales(0, ACL_FLOAT);
+    p.t[T_EI].present = p.t[T_B].present = 1;
+    p.t[T_EI].dims[1] = 1;
+    p.eidx_vals = e1_bad;
+    P2(p, INVALID, "expertIdxOptional[2][0]", "2");
+    p.eidx_vals = NULL;
+    OK(p);
     /* the index check comes first when both are bad */
     p = base(0, ACL_FLOAT); p.idx_vals = dup; p.eidx_vals = e_bad; P2(p, INVALID, "expandedRowIdx");
 }

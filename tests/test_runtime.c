@@ -94,6 +94,11 @@ static void memory(void) {
             else CHECK_RC(aclrtFreeHost(q), ACL_SUCCESS);
         }
     }
+#if !defined(__SANITIZE_ADDRESS__) /* ASan aborts on impossible sizes instead of failing */
+    FAILS(aclrtMalloc(&p, SIZE_MAX - 4096, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_BAD_ALLOC, "aclrtMalloc");
+    FAILS(aclrtMallocHost(&p, SIZE_MAX / 2), ACL_ERROR_BAD_ALLOC, "aclrtMallocHost");
+    CHECK(p == NULL);
+#endif
     FAILS(aclrtFree(NULL), ACL_ERROR_INVALID_PARAM, "aclrtFree");
     FAILS(aclrtFreeHost(NULL), ACL_ERROR_INVALID_PARAM, "aclrtFreeHost");
     CHECK_RC(aclrtMalloc(&p, 128, ACL_MEM_MALLOC_NORMAL_ONLY), ACL_SUCCESS);
@@ -213,6 +218,54 @@ static void tensors(void) {
     CHECK_RC(aclDestroyTensor(NULL), ACLNN_SUCCESS);
 }
 
+/* Many live descriptors at once, destroyed in random order, from several
+ * threads: each destroy succeeds exactly once (the handle sets grow, shrink
+ * and stay consistent under concurrent use). */
+enum { MANY = 3000, WORKERS = 4 };
+
+static void *churn(void *arg) {
+    float *buf = arg;
+    static _Thread_local aclTensor *live[MANY];
+    int64_t d[1] = {4}, s[1] = {64};
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < MANY; i++)
+            if ((live[i] = aclCreateTensor(d, 1, ACL_FLOAT, NULL, i % 60, ACL_FORMAT_ND, s, 1, buf)) == NULL)
+                return (void *)1;
+        /* a local shuffle (no shared generator) */
+        uint64_t x = (uint64_t)(uintptr_t)&live[0] ^ (uint64_t)round;
+        for (int i = MANY - 1; i > 0; i--) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            int j = (int)((x >> 33) % (uint64_t)(i + 1));
+            aclTensor *t = live[i];
+            live[i] = live[j];
+            live[j] = t;
+        }
+        for (int i = 0; i < MANY; i++)
+            if (aclDestroyTensor(live[i]) != ACLNN_SUCCESS) return (void *)2;
+        for (int i = 0; i < MANY; i += 97)
+            if (aclDestroyTensor(live[i]) != ACLNN_ERR_PARAM_INVALID) return (void *)3;
+    }
+    return NULL;
+}
+
+static void many_handles(void) {
+    static float buf[64];
+    CHECK(churn(buf) == NULL);
+    pthread_t t[WORKERS];
+    for (int i = 0; i < WORKERS; i++) CHECK(pthread_create(&t[i], NULL, churn, buf) == 0);
+    for (int i = 0; i < WORKERS; i++) {
+        void *res = NULL;
+        pthread_join(t[i], &res);
+        if (res != NULL) TU_FAIL("worker %d: step %d", i, (int)(intptr_t)res);
+    }
+    /* allocations and streams live in the same kind of set */
+    static void *ptrs[500];
+    for (int i = 0; i < 500; i++) CHECK_RC(aclrtMalloc(&ptrs[i], 8 + (size_t)i, ACL_MEM_MALLOC_NORMAL_ONLY), ACL_SUCCESS);
+    for (int i = 499; i >= 0; i -= 2) CHECK_RC(aclrtFree(ptrs[i]), ACL_SUCCESS);
+    for (int i = 0; i < 500; i += 2) CHECK_RC(aclrtFree(ptrs[i]), ACL_SUCCESS);
+    for (int i = 0; i < 500; i += 50) CHECK_RC(aclrtFree(ptrs[i]), ACL_ERROR_INVALID_PARAM);
+}
+
 /* ---- per-thread messages ---- */
 typedef struct msg_ctx {
     pthread_mutex_t lock;
@@ -281,6 +334,7 @@ int main(void) {
     streams();
     memory();
     tensors();
+    many_handles();
     messages();
     CHECK_RC(aclrtResetDevice(0), ACL_SUCCESS);
     CHECK_RC(aclFinalize(), ACL_SUCCESS);

@@ -15,9 +15,10 @@
  * concurrent user threads never deadlock and never idle. */
 #define MF_MAX_THREADS 256
 
-static pthread_once_t g_cfg_once = PTHREAD_ONCE_INIT, g_start_once = PTHREAD_ONCE_INIT;
+static pthread_once_t g_cfg_once = PTHREAD_ONCE_INIT;
 static int g_threads = 1; /* configured, caller included */
-static int g_workers;     /* started */
+static bool g_started;    /* under g_busy */
+static int g_workers;     /* started; under g_busy */
 static pthread_mutex_t g_busy = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_wake = PTHREAD_COND_INITIALIZER, g_done = PTHREAD_COND_INITIALIZER;
@@ -73,7 +74,21 @@ static void *worker(void *arg) {
     return NULL;
 }
 
-static void start(void) {
+/* A fork()ed child has none of the workers: it starts its own when needed. */
+static void after_fork_child(void) {
+    pthread_mutex_init(&g_busy, NULL);
+    pthread_mutex_init(&g_mu, NULL);
+    pthread_cond_init(&g_wake, NULL);
+    pthread_cond_init(&g_done, NULL);
+    g_started = false;
+    g_workers = 0;
+    g_active = 0;
+    tl_worker = false;
+}
+
+static void start(void) { /* with g_busy held */
+    g_started = true;
+    pthread_atfork(NULL, NULL, after_fork_child);
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -99,7 +114,7 @@ void mf_parallel_for(int64_t n, mf_range_fn fn, void *ctx, int64_t serial_below)
         fn(ctx, 0, n);
         return;
     }
-    pthread_once(&g_start_once, start);
+    if (!g_started) start();
     if (g_workers == 0) {
         pthread_mutex_unlock(&g_busy);
         fn(ctx, 0, n);

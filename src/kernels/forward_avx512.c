@@ -7,6 +7,7 @@
 #define MF_INLINE static inline __attribute__((always_inline))
 /* Keep the 4-vector loops unrolled at any -O level: the sums must stay in registers. */
 #define MF_UNROLL _Pragma("GCC unroll 4")
+#define MF_UNROLL8 _Pragma("GCC unroll 8")
 #ifndef MF_PF_HINT
 #define MF_PF_HINT _MM_HINT_T1
 #endif
@@ -89,7 +90,7 @@ MF_INLINE void st64(void *p, __m512i v, int nt) {
 }
 
 /* 32 elements from 4 fp64 vectors: 128 bytes (fp32) or 64 bytes (fp16/bf16). */
-MF_INLINE void store32(mf_dt dt, void *out, size_t j, const __m512d a[4], int nt) {
+MF_INLINE void store32(mf_dt dt, void *out, size_t j, const __m512d *a, int nt) {
     if (dt == MF_F32) {
         float *o = (float *)out + j;
         for (int h = 0; h < 2; h++) {
@@ -103,64 +104,67 @@ MF_INLINE void store32(mf_dt dt, void *out, size_t j, const __m512d a[4], int nt
     st64((uint16_t *)out + j, v, nt);
 }
 
-/* Contract: forward.h. Blocks of 32 elements keep their fp64 sums in four
- * registers across all the token's slots; the tail goes through the scalar code. */
+/* One block of 8*nv elements starting at element i (j = j0 + i): its fp64
+ * sums stay in nv registers across all the token's slots. */
+MF_INLINE void block(mf_dt dt, const mf_fwd_row *t, size_t j, size_t i, double *acc, int load, int fin, int nt,
+                     const int nv) {
+    const size_t es = dt == MF_F32 ? 4 : 2;
+    for (int q = 0; q < t->nnext; q++) /* the next token's rows, at this offset */
+        for (size_t o = 0; o < 8 * (size_t)nv * es; o += 64)
+            _mm_prefetch((const char *)t->next[q] + j * es + o, MF_PF_HINT);
+    __m512d a[8];
+    int have = 0;
+    if (load) {
+        MF_UNROLL8 for (int v = 0; v < nv; v++) a[v] = _mm512_loadu_pd(acc + i + 8 * v);
+        have = 1;
+    } else if (t->x1) {
+        MF_UNROLL8 for (int h = 0; h < nv / 2; h++) ld16(dt, t->x1, j + 16 * h, a + 2 * h);
+        if (t->x2) {
+            __m512d w[8];
+            MF_UNROLL8 for (int h = 0; h < nv / 2; h++) ld16(dt, t->x2, j + 16 * h, w + 2 * h);
+            MF_UNROLL8 for (int v = 0; v < nv; v++) a[v] = _mm512_add_pd(a[v], w[v]);
+        }
+        have = 1;
+    } else {
+        MF_UNROLL8 for (int v = 0; v < nv; v++) a[v] = _mm512_setzero_pd();
+    }
+    for (int q = 0; q < t->nk; q++) {
+        const void *x = t->x[q], *b = t->b[q];
+        const void *first = x ? x : b;
+        if (!first) continue;
+        __m512d w[8];
+        MF_UNROLL8 for (int h = 0; h < nv / 2; h++) ld16(dt, first, j + 16 * h, w + 2 * h);
+        if (x && b) {
+            __m512d u[8];
+            MF_UNROLL8 for (int h = 0; h < nv / 2; h++) ld16(dt, b, j + 16 * h, u + 2 * h);
+            MF_UNROLL8 for (int v = 0; v < nv; v++) w[v] = _mm512_add_pd(w[v], u[v]);
+        }
+        const __m512d s = _mm512_set1_pd(t->s[q]);
+        MF_UNROLL8 for (int v = 0; v < nv; v++) w[v] = _mm512_mul_pd(s, w[v]);
+        if (have)
+            MF_UNROLL8 for (int v = 0; v < nv; v++) a[v] = _mm512_add_pd(a[v], w[v]);
+        else
+            MF_UNROLL8 for (int v = 0; v < nv; v++) a[v] = w[v];
+        have = 1;
+    }
+    if (fin) /* a is +0.0 when nothing was present */
+        MF_UNROLL8 for (int h = 0; h < nv / 4; h++) store32(dt, t->out, j + 32 * h, a + 4 * h, nt);
+    else if (have)
+        MF_UNROLL8 for (int v = 0; v < nv; v++) _mm512_storeu_pd(acc + i + 8 * v, a[v]);
+}
+
+/* Contract: forward.h. Blocks of 64 elements (8 registers of sums; 2-4 cache
+ * lines of each gathered row per visit), then one of 32, then the scalar tail. */
 MF_INLINE int row_body(mf_dt dt, const mf_fwd_row *t, size_t j0, size_t n, double *acc, int flags, int nt) {
     const int load = flags & MF_FWD_LOAD, fin = flags & MF_FWD_FINAL;
     const int have0 = load || mf_fwd_has_term(t);
     const size_t es = dt == MF_F32 ? 4 : 2;
     if (fin && nt && ((uintptr_t)((char *)t->out + j0 * es) & 63)) nt = 0; /* streaming needs alignment */
-    const void *x1 = t->x1, *x2 = t->x2;
     size_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        const size_t j = j0 + i;
-        for (int q = 0; q < t->nnext; q++) {
-            const char *pf = (const char *)t->next[q] + j * es;
-            _mm_prefetch(pf, MF_PF_HINT);
-            if (dt == MF_F32) _mm_prefetch(pf + 64, MF_PF_HINT);
-        }
-        __m512d a[4];
-        int have = 0;
-        if (load) {
-            MF_UNROLL for (int v = 0; v < 4; v++) a[v] = _mm512_loadu_pd(acc + i + 8 * v);
-            have = 1;
-        } else if (x1) {
-            ld16(dt, x1, j, a);
-            ld16(dt, x1, j + 16, a + 2);
-            if (x2) {
-                __m512d w[4];
-                ld16(dt, x2, j, w);
-                ld16(dt, x2, j + 16, w + 2);
-                MF_UNROLL for (int v = 0; v < 4; v++) a[v] = _mm512_add_pd(a[v], w[v]);
-            }
-            have = 1;
-        } else {
-            MF_UNROLL for (int v = 0; v < 4; v++) a[v] = _mm512_setzero_pd();
-        }
-        for (int q = 0; q < t->nk; q++) {
-            const void *x = t->x[q], *b = t->b[q];
-            __m512d w[4];
-            const void *first = x ? x : b;
-            if (!first) continue;
-            ld16(dt, first, j, w);
-            ld16(dt, first, j + 16, w + 2);
-            if (x && b) {
-                __m512d u[4];
-                ld16(dt, b, j, u);
-                ld16(dt, b, j + 16, u + 2);
-                MF_UNROLL for (int v = 0; v < 4; v++) w[v] = _mm512_add_pd(w[v], u[v]);
-            }
-            const __m512d s = _mm512_set1_pd(t->s[q]);
-            MF_UNROLL for (int v = 0; v < 4; v++) w[v] = _mm512_mul_pd(s, w[v]);
-            if (have)
-                MF_UNROLL for (int v = 0; v < 4; v++) a[v] = _mm512_add_pd(a[v], w[v]);
-            else
-                MF_UNROLL for (int v = 0; v < 4; v++) a[v] = w[v];
-            have = 1;
-        }
-        if (fin) store32(dt, t->out, j, a, nt); /* a is +0.0 when nothing was present */
-        else if (have)
-            MF_UNROLL for (int v = 0; v < 4; v++) _mm512_storeu_pd(acc + i + 8 * v, a[v]);
+    for (; i + 64 <= n; i += 64) block(dt, t, j0 + i, i, acc, load, fin, nt, 8);
+    if (i + 32 <= n) {
+        block(dt, t, j0 + i, i, acc, load, fin, nt, 4);
+        i += 32;
     }
     if (i < n) mf_fwd_row_ref(dt, t, j0, i, n, acc, flags);
     return have0;

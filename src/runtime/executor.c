@@ -1,10 +1,17 @@
 /* executor.c - executor lifetime. Phase 1 creates and registers an executor;
  * phase 2 claims it from the registry (so a spent, destroyed or foreign
  * pointer is a status, never a crash), runs it, and frees it unless repeatable. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+
+/* Held while an executor's liveness is checked and its fields are read or it
+ * is unregistered: a registered executor is never freed, and only a thread
+ * that unregistered it under this lock frees it. So a thread that finds it
+ * live may read it until it lets go (no check-then-use race with a claim). */
+static pthread_mutex_t g_exec_lock = PTHREAD_MUTEX_INITIALIZER;
 
 aclOpExecutor *mf_executor_new(mf_op_kind kind, size_t plan_size, mf_run_fn run) {
     _Static_assert(sizeof(aclOpExecutor) <= 64, "plan offset");
@@ -32,18 +39,24 @@ aclnnStatus mf_executor_publish(aclOpExecutor *e, aclOpExecutor **out) {
 aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor) {
     if (executor == NULL)
         return mf_fail(ACLNN_ERR_PARAM_INVALID, "aclSetAclOpExecutorRepeatable: executor is NULL");
-    if (!mf_registry_has(&mf_executors, executor))
+    pthread_mutex_lock(&g_exec_lock);
+    bool live = mf_registry_has(&mf_executors, executor);
+    if (live) executor->repeatable = true;
+    pthread_mutex_unlock(&g_exec_lock);
+    if (!live)
         return mf_fail(ACLNN_ERR_PARAM_INVALID,
                        "aclSetAclOpExecutorRepeatable: %p is not a live executor (spent or destroyed)",
                        (void *)executor);
-    executor->repeatable = true;
     return ACLNN_SUCCESS;
 }
 
 aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor) {
     if (executor == NULL)
         return mf_fail(ACLNN_ERR_PARAM_INVALID, "aclDestroyAclOpExecutor: executor is NULL");
-    if (!mf_registry_remove(&mf_executors, executor))
+    pthread_mutex_lock(&g_exec_lock);
+    bool removed = mf_registry_remove(&mf_executors, executor);
+    pthread_mutex_unlock(&g_exec_lock);
+    if (!removed)
         return mf_fail(ACLNN_ERR_PARAM_INVALID,
                        "aclDestroyAclOpExecutor: %p is not a live executor (spent or destroyed)",
                        (void *)executor);
@@ -57,15 +70,13 @@ aclnnStatus mf_executor_execute(aclOpExecutor *e, mf_op_kind kind, const char *o
     /* A single-use executor is claimed (removed) here, so a concurrent or later
      * second run finds it gone. A repeatable one stays registered. */
     bool claimed = false;
-    if (!mf_registry_has(&mf_executors, e))
+    pthread_mutex_lock(&g_exec_lock);
+    bool live = mf_registry_has(&mf_executors, e);
+    if (live && !e->repeatable) claimed = mf_registry_remove(&mf_executors, e);
+    pthread_mutex_unlock(&g_exec_lock);
+    if (!live)
         return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: executor %p is not live (spent or destroyed)",
                        op_name, (void *)e);
-    if (!e->repeatable) {
-        if (!mf_registry_remove(&mf_executors, e))
-            return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: executor %p is not live (spent or destroyed)",
-                           op_name, (void *)e);
-        claimed = true;
-    }
     aclnnStatus rc;
     if (e->kind != kind)
         rc = mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: executor %p was planned for another operator",

@@ -2,6 +2,7 @@
  * expert values, then (only if all are valid) pack strided inputs, zero the
  * drop-pad rows nobody writes, and compute token by token in one pass. */
 #include <stdatomic.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ops/grad/grad.h"
@@ -154,6 +155,11 @@ aclnnStatus mf_grad_run(const void *vplan, void *workspace) {
         if (p->mode == 1 && p->R > 0) memset(p->gx, 0, (size_t)(p->D0 * p->H) * p->es);
         return ACLNN_SUCCESS;
     }
+    /* MOEFR_LOG_LEVEL=debug reports what the value checks cost (SPEC: phase 2
+     * validates everything before it writes; the issue caps that at 3 %). */
+    const bool timed = mf_log_level() >= MF_LOG_DEBUG;
+    struct timespec t0, t1, t2;
+    if (timed) clock_gettime(CLOCK_MONOTONIC, &t0);
     char *ws = mf_align64(workspace);
     uint64_t *seen = (uint64_t *)(ws + p->ws_bitmap);
     rc = mf_check_index(OP, "expandedRowIdx", &p->idx, p->N, 0, p->mode == 1 ? -1 : 0, p->bits, seen);
@@ -163,6 +169,7 @@ aclnnStatus mf_grad_run(const void *vplan, void *workspace) {
         if (rc != ACLNN_SUCCESS) return rc;
     }
     /* From here on every input value is valid: outputs may be written. */
+    if (timed) clock_gettime(CLOCK_MONOTONIC, &t1);
 
     const int64_t es = (int64_t)p->es, row_bytes = p->H * es;
     grad_ctx c = {p, mf_kernels(), p->gy, p->x, p->bias, seen, 0, 0, 0};
@@ -177,5 +184,13 @@ aclnnStatus mf_grad_run(const void *vplan, void *workspace) {
     /* bytes one token moves: its gradY row, K rows in and K rows out */
     const int64_t token_bytes = row_bytes * (1 + 2 * p->K) + 8 * p->K;
     mf_parallel_for(p->R, grad_tokens, &c, MF_SERIAL_BYTES / token_bytes + 1);
+    if (timed) {
+        clock_gettime(CLOCK_MONOTONIC, &t2);
+        double v = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6;
+        double all = (double)(t2.tv_sec - t0.tv_sec) * 1e3 + (double)(t2.tv_nsec - t0.tv_nsec) * 1e-6;
+        mf_log(MF_LOG_DEBUG, "%s: R=%lld K=%lld H=%lld: value checks %.3f ms of %.3f ms (%.2f %%), %s, nt=%d, prefetch=%d",
+               OP, (long long)p->R, (long long)p->K, (long long)p->H, v, all, all > 0 ? 100.0 * v / all : 0.0,
+               c.uk->isa, c.nt, c.prefetch);
+    }
     return ACLNN_SUCCESS;
 }

@@ -362,6 +362,8 @@ static void phase1_checks(void) {
             p = base(1, ACL_FLOAT); p.ec = 0; P1(p, TILING, "expertCapacity", "0");
             p = base(1, ACL_FLOAT); p.ec = -7; P1(p, TILING, "expertCapacity", "-7");
             p = base(1, ACL_FLOAT); p.active = -3; OK(p); /* activeNum is a mode 0 attribute */
+            p = base(1, ACL_FLOAT); p.t[T_B].present = p.t[T_EI].present = 0; p.en = INT64_MAX / 2; p.ec = 4;
+            P1(p, TILING, "expertNum", "overflow");
             for (int t = 0; t < 2; t++) {
                 int ti = t ? T_GX : T_X;
                 const char *nm = tnames[ti];

@@ -289,7 +289,7 @@ typedef struct spec {
     int64_t R, K, H;
 } spec;
 
-static long long g_cases, g_gs_values, g_gs_canonical, g_repeat_runs;
+static long long g_corrupt, g_cases, g_gs_values, g_gs_canonical, g_repeat_runs;
 static long long g_gx_subnormal[3], g_gx_inf, g_gx_negzero; /* coverage of the special results */
 static double g_worst_gs_ratio;
 
@@ -421,6 +421,49 @@ static void run_case(const spec *s) {
     CHECK(want.gx && want.gs && want.gs_exact && want.gs_mag);
     ref_grad(&in, &want);
 
+    /* now and then one bad value (after the oracle, which needs valid ones):
+     * phase 2 must refuse it, name the first bad position, write nothing */
+    int corrupt = 0;
+    char frag[96] = "";
+    if (N > 0 && tu_chance(4)) {
+        int kind = (int)tu_below(has_bias ? 3 : 2);
+        corrupt = 1;
+        if (kind == 1) { /* a later slot repeats an earlier kept row */
+            int64_t b = N > 1 ? tu_range(1, N - 1) : 0, a = -1;
+            for (int64_t q = 0; q < b; q++)
+                if (idx[q] >= 0) a = q;
+            if (a < 0) kind = 0;
+            else {
+                int64_t ix[3] = {b, 0, 0};
+                view_store(&vidx, ix, (uint32_t)idx[a]);
+                snprintf(frag, sizeof frag, "expandedRowIdx[%lld] = %d", (long long)b, (int)idx[a]);
+            }
+        }
+        if (kind == 0) { /* outside [0, R*K) in mode 0, outside [-1, E*C) in mode 1 */
+            int64_t at = tu_below(N), hi = mode ? D0 : N, lo = mode ? -1 : 0;
+            int32_t v = (int32_t)(tu_chance(50) ? hi + tu_below(3) : lo - 1 - tu_below(3));
+            if (tu_chance(10)) v = tu_chance(50) ? INT32_MAX : INT32_MIN;
+            int64_t ix[3] = {at, 0, 0};
+            view_store(&vidx, ix, (uint32_t)v);
+            snprintf(frag, sizeof frag, "expandedRowIdx[%lld] = %d", (long long)at, (int)v);
+        }
+        if (kind == 2) { /* an expert outside [0, bias rows); stride-0 views repeat it */
+            int64_t at = tu_below(N), ix[3] = {at / K, at % K, 0};
+            view_store(&ve, ix, (uint32_t)(tu_chance(50) ? bias_rows + tu_below(3) : -1 - tu_below(3)));
+            int32_t *now = read_int(&ve);
+            for (int64_t q = 0; q < N; q++)
+                if (now[q] < 0 || now[q] >= bias_rows) {
+                    snprintf(frag, sizeof frag, "expertIdxOptional[%lld][%lld] = %d", (long long)(q / K),
+                             (long long)(q % K), (int)now[q]);
+                    break;
+                }
+            free(now);
+        }
+        for (int i = 0; i < 6; i++) /* the corrupted input is the new reference for "unchanged" */
+            if (inputs[i]->t) memcpy(inputs[i]->copy, inputs[i]->mem, (size_t)inputs[i]->storage * inputs[i]->es);
+        g_corrupt++;
+    }
+
     /* the two phases */
     uint64_t ws_size = 0;
     aclOpExecutor *ex = NULL;
@@ -438,10 +481,16 @@ static void run_case(const spec *s) {
     aclrtStream stream = NULL;
     if (tu_chance(20)) CHECK_RC(aclrtCreateStream(&stream), ACL_SUCCESS);
     rc = aclnnMoeFinalizeRoutingV2Grad(ws, ws_size, ex, stream);
-    if (rc != ACLNN_SUCCESS) CASE_FAIL("aclnnMoeFinalizeRoutingV2Grad returned %d", (int)rc);
+    if (corrupt) {
+        if (rc != ACLNN_ERR_PARAM_INVALID) CASE_FAIL("a bad value (%s) gave status %d, want 161002", frag, (int)rc);
+        if (!tu_msg_has(frag, NULL)) CASE_FAIL("message \"%s\" does not name \"%s\"", tu_msg(), frag);
+        if (!out_poisoned(&ogx, 0, ogx.storage) || !out_poisoned(&ogs, 0, ogs.storage))
+            CASE_FAIL("a refused run wrote an output");
+    } else if (rc != ACLNN_SUCCESS)
+        CASE_FAIL("aclnnMoeFinalizeRoutingV2Grad returned %d", (int)rc);
 
     /* gradExpandedX: bit for bit; with R = 0 nothing at all is written */
-    for (int pass = 0; pass < (repeat ? 2 : 1); pass++) {
+    for (int pass = 0; !corrupt && pass < (repeat ? 2 : 1); pass++) {
         if (pass == 1) { /* a repeatable executor gives the same bits again */
             memset(ogx.mem, ogx.poison, (size_t)ogx.storage * es);
             memset(ogs.mem, ogs.poison, (size_t)ogs.storage * ogs.es);
@@ -572,10 +621,10 @@ int main(void) {
     }
     CHECK_RC(aclrtResetDevice(0), ACL_SUCCESS);
     CHECK_RC(aclFinalize(), ACL_SUCCESS);
-    printf("test_grad_random: kernel path %s, %d threads: %lld cases passed (%lld repeat runs); gradExpandedX "
+    printf("test_grad_random: kernel path %s, %d threads: %lld cases passed (%lld repeat runs, %lld refused bad values); gradExpandedX "
            "bit-exact incl. %lld/%lld/%lld fp32/fp16/bf16 subnormal, %lld infinite, %lld -0.0 results; gradScales %lld values, %lld "
            "bit-identical to the canonical order; worst error/bound %.3g\n",
-           moefrIsa(), moefrNumThreads(), g_cases, g_repeat_runs, g_gx_subnormal[0], g_gx_subnormal[1], g_gx_subnormal[2], g_gx_inf, g_gx_negzero, g_gs_values,
+           moefrIsa(), moefrNumThreads(), g_cases, g_repeat_runs, g_corrupt, g_gx_subnormal[0], g_gx_subnormal[1], g_gx_subnormal[2], g_gx_inf, g_gx_negzero, g_gs_values,
            g_gs_canonical, g_worst_gs_ratio);
     return 0;
 }

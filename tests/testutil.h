@@ -16,7 +16,6 @@
 #include "aclnnop/aclnn_moe_finalize_routing_v2_grad.h"
 
 static const char *tu_prog = "test";
-static int tu_failures;
 
 static inline const char *tu_msg(void) {
     const char *m = aclGetRecentErrMsg();

@@ -1,8 +1,9 @@
 /* test_executor.c - executor lifetime of aclnnMoeFinalizeRoutingV2Grad: single
  * use, repeatable runs that follow changed inputs, destroy, workspace and stream checks, empty problems. */
-#define _POSIX_C_SOURCE 200809L /* pthread barriers */
+#define _DEFAULT_SOURCE /* pthread barriers, MAP_ANONYMOUS */
 #include <math.h>
 #include <pthread.h>
+#include <sys/mman.h>
 
 #include "aclnnop/aclnn_moe_finalize_routing_v2.h"
 #include "testutil.h"
@@ -337,6 +338,31 @@ static void empty_problems(void) {
         }
 }
 
+/* Phase 1 plans from descriptors only: tensors over memory that cannot be
+ * touched (PROT_NONE) plan fine, and the executor can be destroyed unrun. */
+static void plan_reads_no_data(void) {
+    size_t bytes = 1 << 16;
+    void *none = mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(none != MAP_FAILED);
+    int64_t dgy[2] = {R, H}, didx[1] = {N}, dx[2] = {N, H}, ds[2] = {R, K}, db[2] = {E, H};
+    int64_t st_t[2] = {1, R}; /* a transposed gradY as well: packing is planned, not done */
+    int64_t sgy[1] = {R * H};
+    aclTensor *t[8] = {
+        aclCreateTensor(dgy, 2, ACL_BF16, st_t, 0, ACL_FORMAT_ND, sgy, 1, none),
+        tu_tensor(didx, 1, ACL_INT32, none), tu_tensor(dx, 2, ACL_BF16, none), tu_tensor(ds, 2, ACL_FLOAT, none),
+        tu_tensor(ds, 2, ACL_INT32, none), tu_tensor(db, 2, ACL_BF16, none), tu_tensor(dx, 2, ACL_BF16, none),
+        tu_tensor(ds, 2, ACL_FLOAT, none)};
+    for (int i = 0; i < 8; i++) CHECK(t[i] != NULL);
+    uint64_t n = 0;
+    aclOpExecutor *ex = NULL;
+    CHECK_RC(aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize(t[0], t[1], t[2], t[3], t[4], t[5], 0, 0, 0, 0, t[6], t[7],
+                                                           &n, &ex),
+             ACLNN_SUCCESS);
+    CHECK_RC(aclDestroyAclOpExecutor(ex), ACLNN_SUCCESS);
+    for (int i = 0; i < 8; i++) tu_destroy(t[i]);
+    munmap(none, bytes);
+}
+
 int main(void) {
     tu_seed("test_executor");
     single_use();
@@ -345,6 +371,7 @@ int main(void) {
     wrong_operator();
     double_claim();
     empty_problems();
+    plan_reads_no_data();
     printf("test_executor: ok\n");
     return 0;
 }

@@ -130,8 +130,8 @@ MF_INLINE int row_body(mf_dt dt, const mf_fwd_row *t, size_t j0, size_t n, doubl
         if ((i & 31) == 0) /* one 64-byte line per row covers 32 elements of 16 bits */
             for (int q = 0; q < t->nnext; q++) {
                 const char *pf = (const char *)t->next[q] + j * es;
-                _mm_prefetch(pf, _MM_HINT_T1);
-                if (dt == MF_F32) _mm_prefetch(pf + 64, _MM_HINT_T1);
+                _mm_prefetch(pf, _MM_HINT_T0);
+                if (dt == MF_F32) _mm_prefetch(pf + 64, _MM_HINT_T0);
             }
         __m256d a[4];
         int have = 0;

@@ -8,8 +8,10 @@
 /* Keep the 4-vector loops unrolled at any -O level: the sums must stay in registers. */
 #define MF_UNROLL _Pragma("GCC unroll 4")
 #define MF_UNROLL8 _Pragma("GCC unroll 8")
+/* Hint for the next token's rows: T0 and NTA measured ~10% faster than T1
+ * at R=8192, K=8, H=4096 (fp32 and bf16) on the development machine. */
 #ifndef MF_PF_HINT
-#define MF_PF_HINT _MM_HINT_T1
+#define MF_PF_HINT _MM_HINT_T0
 #endif
 
 /* 16 elements of dtype dt, widened exactly to fp64, into two vectors of 8.

@@ -68,7 +68,17 @@ MF_INLINE __m256i narrow16(mf_dt dt, __m512d a, __m512d b) {
         return _mm256_mask_blend_epi16(nan, h, _mm256_set1_epi16(0x7E00));
     }
     const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7FFF);
-    __m256i ue = round_odd8(a), uo = round_odd8(b);
+    /* Fast path: RNE to fp32 first. Rounding is monotonic and fp32's grid
+     * refines bf16's, so only an fp32 result exactly on a bf16 midpoint (low
+     * half 0x8000) can round differently from one direct rounding of the fp64
+     * value; blocks with such a lane redo the conversion rounding to odd. */
+    __m256i ue = _mm256_castps_si256(_mm512_cvtpd_ps(a)), uo = _mm256_castps_si256(_mm512_cvtpd_ps(b));
+    const __m256i low = _mm256_set1_epi32(0xFFFF), mid = _mm256_set1_epi32(0x8000);
+    if (__builtin_expect((_mm256_cmpeq_epi32_mask(_mm256_and_si256(ue, low), mid) |
+                          _mm256_cmpeq_epi32_mask(_mm256_and_si256(uo, low), mid)) != 0, 0)) {
+        ue = round_odd8(a);
+        uo = round_odd8(b);
+    }
     __mmask8 ne = _mm256_cmp_ps_mask(_mm256_castsi256_ps(ue), _mm256_castsi256_ps(ue), _CMP_UNORD_Q);
     __mmask8 no = _mm256_cmp_ps_mask(_mm256_castsi256_ps(uo), _mm256_castsi256_ps(uo), _CMP_UNORD_Q);
     __m256i re = _mm256_add_epi32(_mm256_add_epi32(ue, bias), _mm256_and_si256(_mm256_srli_epi32(ue, 16), one));

@@ -88,7 +88,19 @@ MF_INLINE void st32(void *p, __m256i v, int nt) {
  * once to bf16, as 16 bf16 values in element order. */
 MF_INLINE __m256i narrow16_bf16(__m256d e0, __m256d e1, __m256d o0, __m256d o1) {
     const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7FFF);
-    __m256i ue = round_odd8(e0, e1), uo = round_odd8(o0, o1);
+    /* Fast path: RNE to fp32 first. Rounding is monotonic and fp32's grid
+     * refines bf16's, so only an fp32 result exactly on a bf16 midpoint (low
+     * half 0x8000) can round differently from one direct rounding of the fp64
+     * value; blocks with such a lane redo the conversion rounding to odd. */
+    __m256i ue = _mm256_castps_si256(_mm256_set_m128(_mm256_cvtpd_ps(e1), _mm256_cvtpd_ps(e0)));
+    __m256i uo = _mm256_castps_si256(_mm256_set_m128(_mm256_cvtpd_ps(o1), _mm256_cvtpd_ps(o0)));
+    const __m256i low = _mm256_set1_epi32(0xFFFF), mid = _mm256_set1_epi32(0x8000);
+    __m256i tie = _mm256_or_si256(_mm256_cmpeq_epi32(_mm256_and_si256(ue, low), mid),
+                                  _mm256_cmpeq_epi32(_mm256_and_si256(uo, low), mid));
+    if (__builtin_expect(!_mm256_testz_si256(tie, tie), 0)) {
+        ue = round_odd8(e0, e1);
+        uo = round_odd8(o0, o1);
+    }
     __m256i ne = _mm256_castps_si256(_mm256_cmp_ps(_mm256_castsi256_ps(ue), _mm256_castsi256_ps(ue), _CMP_UNORD_Q));
     __m256i no = _mm256_castps_si256(_mm256_cmp_ps(_mm256_castsi256_ps(uo), _mm256_castsi256_ps(uo), _CMP_UNORD_Q));
     __m256i re = _mm256_add_epi32(_mm256_add_epi32(ue, bias), _mm256_and_si256(_mm256_srli_epi32(ue, 16), one));

@@ -156,7 +156,12 @@ aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDat
         int64_t s = 1;
         for (uint64_t i = viewDimsNum; i-- > 0;) {
             strides[i] = s;
-            s *= viewDims[i] ? viewDims[i] : 1; /* cannot overflow: bounded by numel */
+            /* Zero dims are skipped, so a view with a zero dim can have a
+             * non-zero product of the others that overflows though numel is 0. */
+            if (!mf_mul_ok(s, viewDims[i] ? viewDims[i] : 1, &s)) {
+                mf_set_error("%s: the row-major strides of viewDims overflow int64", fn);
+                return NULL;
+            }
         }
     }
 

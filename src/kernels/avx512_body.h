@@ -6,6 +6,7 @@
 
 #define MF_INLINE static inline __attribute__((always_inline))
 
+
 MF_INLINE __m512 ld16(mf_dt dt, const void *p, size_t j) {
     if (dt == MF_F32) return _mm512_loadu_ps((const float *)p + j);
     __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)p + j));
@@ -37,6 +38,35 @@ MF_INLINE __m256i bf16_rne16(__m512 v) {
 #else
     return bf16_rne16_int(v);
 #endif
+}
+
+/* 16 fp32 values rounded to the 16-bit dtype dt; normal_known: the caller
+ * knows no value is an fp32 subnormal, so VCVTNEPS2BF16 needs no fix-up. */
+MF_INLINE __m256i cvt16(mf_dt dt, __m512 v, int normal_known) {
+    if (dt == MF_F16) return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+#ifdef MF_AVX512_BF16
+    if (normal_known) return (__m256i)_mm512_cvtneps_pbh(v);
+#else
+    (void)normal_known;
+#endif
+    return bf16_rne16(v);
+}
+
+/* |g| at or above the returned bound makes |g * s| an fp32 normal (or 0 when
+ * s is 0: then nothing is known and the bound is infinite) for every s given. */
+MF_INLINE float normal_bound(const float *s, int q) {
+    float t = 0.0f;
+    for (int i = 0; i < q; i++) {
+        float a = s[i] < 0 ? -s[i] : s[i];
+        if (!(a > 0.0f) || a - a != 0.0f) return __builtin_inff(); /* 0, NaN, inf: always check */
+        /* 2^-126 * (1 + 2^-10) / |s|, computed in double and rounded up, keeps
+         * the rounded product >= 2^-126 whatever the rounding of g * s */
+        double b = 0x1.004p-126 / (double)a;
+        float f = b > 0x1.fffffep127 ? __builtin_inff() : (float)b;
+        if ((double)f < b) f = __builtin_nextafterf(f, __builtin_inff());
+        if (f > t) t = f;
+    }
+    return t;
 }
 
 MF_INLINE void st16(mf_dt dt, void *p, size_t j, __m512 v, int nt) {
@@ -106,6 +136,45 @@ MF_INLINE void multi_body(mf_dt dt, const int Q, const int has_b, const void *g,
     __m512 vs[8];
     for (int i = 0; i < Q; i++) a[i] = _mm512_loadu_pd(acc[i]), vs[i] = _mm512_set1_ps(s[i]);
     size_t j = 0;
+    if (dt != MF_F32) {
+        /* 16-bit data: 32 elements per step, so that each streaming store
+         * fills a whole cache line. Q half-written lines at once would
+         * exhaust the write-combining buffers and flush partial lines. */
+        if (nt)
+            for (int i = 0; i < Q; i++)
+                if ((uintptr_t)out[i] & 63) nt = 0;
+        /* bf16: one test of g per 32 elements, shared by the Q slots, usually
+         * proves every product normal, which spares each slot its own test */
+        const __m512 bound = _mm512_set1_ps(dt == MF_BF16 ? normal_bound(s, Q) : 0.0f);
+        for (; j + 32 <= n; j += 32) {
+            __m512 g0 = ld16(dt, g, j), g1 = ld16(dt, g, j + 16);
+            __m512d g0lo = lo8(g0), g0hi = hi8(g0), g1lo = lo8(g1), g1hi = hi8(g1);
+            int normal = 0;
+            if (dt == MF_BF16)
+                normal = !(_mm512_cmp_ps_mask(_mm512_abs_ps(g0), bound, _CMP_LT_OQ) |
+                           _mm512_cmp_ps_mask(_mm512_abs_ps(g1), bound, _CMP_LT_OQ));
+            for (int i = 0; i < Q; i++) {
+                __m256i h0 = cvt16(dt, _mm512_mul_ps(g0, vs[i]), normal), h1 = cvt16(dt, _mm512_mul_ps(g1, vs[i]), normal);
+                __m512i h = _mm512_inserti64x4(_mm512_castsi256_si512(h0), h1, 1);
+                uint16_t *q = (uint16_t *)out[i] + j;
+                if (nt) _mm512_stream_si512((void *)q, h);
+                else _mm512_storeu_si512(q, h);
+                __m512 x0 = ld16(dt, x[i], j), x1 = ld16(dt, x[i], j + 16);
+                __m512d t0 = lo8(x0), t1 = hi8(x0), t2 = lo8(x1), t3 = hi8(x1);
+                if (has_b) {
+                    __m512 b0 = ld16(dt, b[i], j), b1 = ld16(dt, b[i], j + 16);
+                    t0 = _mm512_add_pd(t0, lo8(b0));
+                    t1 = _mm512_add_pd(t1, hi8(b0));
+                    t2 = _mm512_add_pd(t2, lo8(b1));
+                    t3 = _mm512_add_pd(t3, hi8(b1));
+                }
+                a[i] = _mm512_add_pd(a[i], _mm512_mul_pd(t0, g0lo));
+                a[i] = _mm512_add_pd(a[i], _mm512_mul_pd(t1, g0hi));
+                a[i] = _mm512_add_pd(a[i], _mm512_mul_pd(t2, g1lo));
+                a[i] = _mm512_add_pd(a[i], _mm512_mul_pd(t3, g1hi));
+            }
+        }
+    }
     for (; j + 16 <= n; j += 16) {
         __m512 gv = ld16(dt, g, j);
         __m512d glo = lo8(gv), ghi = hi8(gv);

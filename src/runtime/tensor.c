@@ -151,7 +151,17 @@ aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDat
 
     int64_t strides[MF_MAX_DIMS];
     if (stride != NULL) {
-        for (uint64_t i = 0; i < viewDimsNum; i++) strides[i] = stride[i];
+        for (uint64_t i = 0; i < viewDimsNum; i++) {
+            /* Operators step through memory in bytes; a stride of a size-1 or
+             * empty dim is never bounded by the storage check, so bound it here. */
+            int64_t bytes;
+            if (!mf_mul_ok(stride[i], (int64_t)es, &bytes)) {
+                mf_set_error("%s: stride[%llu] = %lld times %zu bytes overflows int64", fn, (unsigned long long)i,
+                             (long long)stride[i], es);
+                return NULL;
+            }
+            strides[i] = stride[i];
+        }
     } else {
         int64_t s = 1;
         for (uint64_t i = viewDimsNum; i-- > 0;) {

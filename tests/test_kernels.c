@@ -9,6 +9,7 @@
 #include "acl/acl.h"
 #include "aclnnop/aclnn_moe_finalize_routing_v2_grad.h"
 #include "cpu/cpu.h"
+#include "kernels/fp.h"
 #include "kernels/kernels.h"
 #include "moefr/moefr.h"
 #include "ref_fp.h"
@@ -218,6 +219,38 @@ static void check_select(void) {
 #endif
 }
 
+/* fp.h's double -> fp16/bf16 (one rounding, used for gradScales) against the
+ * nearest-search reference, on random magnitudes and on exact ties. */
+static void check_f64_rounding(void) {
+    for (int fmt = 0; fmt < 2; fmt++) {
+        int n = ref_ntab[fmt];
+        for (int it = 0; it < 200000; it++) {
+            double v;
+            int k = (int)(rnd() % (uint32_t)(n - 1));
+            switch (it % 4) {
+            case 0: v = ldexp((double)rnd() / 4294967296.0 + 0.5, (int)(rnd() % 300) - 160); break;
+            case 1: v = 0.5 * ((double)ref_tab16[fmt][k] + (double)ref_tab16[fmt][k + 1]); break; /* a tie */
+            case 2: v = (double)ref_tab16[fmt][k] + ((double)ref_tab16[fmt][k + 1] - ref_tab16[fmt][k]) *
+                                                        ((double)rnd() / 4294967296.0); break;
+            default: v = ldexp((double)rnd(), (int)(rnd() % 80) - 200); break; /* deep subnormal range */
+            }
+            if (rnd() & 1) v = -v;
+            uint16_t got = fmt ? mf_f64_to_bf16(v) : mf_f64_to_f16(v), want = ref_round16(fmt, v);
+            if (got != want) {
+                FAIL("fp.h double -> %s of %a: got %04x want %04x", fmt ? "bf16" : "fp16", v, got, want);
+                break;
+            }
+        }
+        const double specials[] = {0.0, -0.0, INFINITY, -INFINITY, 65504.0, 65519.999, 65520.0, 1e300, -1e-300,
+                                   0x1.FEp127, 0x1.FFp127, 0x1p-133, 0x1p-134, 0x1.8p-134, 0x1p-24, 0x1p-25};
+        for (size_t i = 0; i < sizeof specials / sizeof specials[0]; i++) {
+            double v = specials[i];
+            uint16_t got = fmt ? mf_f64_to_bf16(v) : mf_f64_to_f16(v), want = ref_round16(fmt, v);
+            if (got != want) FAIL("fp.h double -> %s of %a: got %04x want %04x", fmt ? "bf16" : "fp16", v, got, want);
+        }
+    }
+}
+
 /* Run with MOEFR_ISA naming a path that cannot run: operators must refuse. */
 static int expect_refused(void) {
     if (mf_isa_check("test") == 0) FAIL("MOEFR_ISA=%s was not refused", getenv("MOEFR_ISA"));
@@ -255,6 +288,7 @@ int main(int argc, char **argv) {
     printf("test_kernels: seed %llu (MOEFR_TEST_SEED to replay)\n", (unsigned long long)seed);
     build_tabs();
     check_select();
+    check_f64_rounding();
     /* the independent references themselves, on hand-picked values */
     if (ref_round16(0, 65519.0f) != 0x7BFF || ref_round16(0, 65520.0f) != 0x7C00) FAIL("fp16 overflow ref");
     if (ref_round16(0, 0x1p-25f) != 0 || ref_round16(0, 0x1.8p-25f) != 1) FAIL("fp16 subnormal ref");

@@ -59,11 +59,11 @@ MF_INLINE float normal_bound(const float *s, int q) {
     for (int i = 0; i < q; i++) {
         float a = s[i] < 0 ? -s[i] : s[i];
         if (!(a > 0.0f) || a - a != 0.0f) return __builtin_inff(); /* 0, NaN, inf: always check */
-        /* 2^-126 * (1 + 2^-10) / |s|, computed in double and rounded up, keeps
-         * the rounded product >= 2^-126 whatever the rounding of g * s */
+        /* 2^-126 * (1 + 2^-10) / |s| in double; the float conversion loses
+         * at most 2^-24 of it, so |g| >= f still keeps |g * s| above 2^-126
+         * with room for the product's own rounding */
         double b = 0x1.004p-126 / (double)a;
-        float f = b > 0x1.fffffep127 ? __builtin_inff() : (float)b;
-        if ((double)f < b) f = __builtin_nextafterf(f, __builtin_inff());
+        float f = b > 0x1p127 ? __builtin_inff() : (float)b;
         if (f > t) t = f;
     }
     return t;

@@ -65,16 +65,39 @@ static inline double mf_round_f64_to_format(double v, int frac, int emin, double
 
 static inline float mf_f64_to_f32(double v) { return (float)v; }
 
+/* double -> 16-bit formats in one rounding, without libm calls (these run
+ * once per gradScales entry). Normal range: round the double's own mantissa
+ * to the format's width in integer arithmetic (a carry moves into the
+ * exponent, as it should); the result then converts to float exactly, or to
+ * inf past the format's largest finite. Subnormal range: adding and removing
+ * 1.5 * 2^(q + 52) rounds to a multiple of the quantum 2^q in the current
+ * (nearest-even) mode. The sign is set apart so -0 and tiny negatives keep it. */
+static inline uint64_t mf_f64_bits(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
+static inline double mf_bits_f64(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
+
+static inline double mf_round_mantissa(double a, int drop) {
+    uint64_t u = mf_f64_bits(a);
+    u += ((uint64_t)1 << (drop - 1)) - 1 + ((u >> drop) & 1);
+    return mf_bits_f64(u & ~(((uint64_t)1 << drop) - 1));
+}
+
 static inline uint16_t mf_f64_to_bf16(double v) {
     if (v != v) return 0x7FC0u;
-    double r = mf_round_f64_to_format(v, 7, -126, 0x1.FEp127);
-    return (uint16_t)(mf_f32_bits((float)r) >> 16); /* r is exactly representable */
+    uint16_t sign = (uint16_t)((mf_f64_bits(v) >> 48) & 0x8000u);
+    double a = fabs(v), r;
+    if (a < 0x1p-126) r = (a + 0x1.8p-81) - 0x1.8p-81; /* quantum 2^-133 */
+    else r = mf_round_mantissa(a, 45);               /* 7 fraction bits kept */
+    return (uint16_t)(sign | (mf_f32_bits((float)r) >> 16));
 }
 
 static inline uint16_t mf_f64_to_f16(double v) {
     if (v != v) return 0x7E00u;
-    double r = mf_round_f64_to_format(v, 10, -14, 65504.0);
-    return mf_f32_to_f16((float)r); /* exact: r is representable in fp16 */
+    uint16_t sign = (uint16_t)((mf_f64_bits(v) >> 48) & 0x8000u);
+    double a = fabs(v), r;
+    if (a < 0x1p-14) r = (a + 0x1.8p28) - 0x1.8p28; /* quantum 2^-24 */
+    else r = mf_round_mantissa(a, 42);             /* 10 fraction bits kept */
+    if (r > 65504.0) return (uint16_t)(sign | 0x7C00u);
+    return (uint16_t)(sign | mf_f32_to_f16((float)r)); /* exact: r is an fp16 value */
 }
 
 #endif /* MOEFR_KERNELS_FP_H_ */

@@ -175,13 +175,6 @@ aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDat
         }
     }
 
-    /* An empty view reaches no element, but its base address (data + offset)
-     * is still formed, so the offset may point at most one past the storage. */
-    if (numel == 0 && offset > storage) {
-        mf_set_error("%s: offset %lld of an empty view lies past the storage of %lld elements", fn,
-                     (long long)offset, (long long)storage);
-        return NULL;
-    }
     /* The reachable element offsets span [lo, hi]; both must lie in storage. */
     if (numel > 0) {
         int64_t lo = offset, hi = offset;
@@ -213,7 +206,9 @@ aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDat
         t->dims[i] = viewDims[i];
         t->strides[i] = strides[i];
     }
-    t->offset = offset;
+    /* An empty view reaches no element, so its offset means nothing; keeping
+     * it would let data + offset * elemsize overflow where operators form the base. */
+    t->offset = numel > 0 ? offset : 0;
     t->numel = numel;
     t->storage_numel = storage;
     t->data = tensorData;

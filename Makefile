@@ -58,3 +58,43 @@ bench: build
 
 clean:
 	rm -rf $(BUILD) build-*
+
+# ---- Issue 4: sanitizers, valgrind and fuzzing (docs/RELIABILITY.md) ----
+# test-asan: the whole CTest suite under ASan+UBSan (UB aborts: no recovery).
+# test-tsan: the threaded tests under TSan. test-valgrind: memcheck of the
+# example and of a few tests built without sanitizers. `make fuzz` runs each
+# libFuzzer target for FUZZ_SECONDS (clang; corpora grow in $(FUZZ_BUILD)).
+ASAN_BUILD   ?= build-asan
+TSAN_BUILD   ?= build-tsan
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := fuzz_grad_plan fuzz_grad_exec fuzz_npy
+TSAN_TESTS   := test_concurrency test_determinism test_executor test_runtime
+VALGRIND     := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect
+.PHONY: test-asan test-tsan test-valgrind fuzz
+test: test-asan test-tsan test-valgrind
+
+test-asan: test-deps
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOEFR_SANITIZE=address,undefined \
+	  "-DCMAKE_C_FLAGS=-fno-sanitize-recover=all" "-DCMAKE_CXX_FLAGS=-fno-sanitize-recover=all" >/dev/null
+	cmake --build $(ASAN_BUILD) -j$(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j$(JOBS)
+
+test-tsan: test-deps
+	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOEFR_SANITIZE=thread >/dev/null
+	cmake --build $(TSAN_BUILD) -j$(JOBS) --target $(TSAN_TESTS)
+	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	  ctest --output-on-failure -j$(JOBS) -R '^($(subst $() ,|,$(TSAN_TESTS)))([@/].*)?$$'
+
+test-valgrind: test-deps build example
+	@for t in "$(EXAMPLE_BUILD)/opapi_test" "$(BUILD)/tests/test_hostile" "$(BUILD)/tests/test_executor" \
+	          "$(BUILD)/tests/test_concurrency"; do \
+	  echo "valgrind: $$t"; MOEFR_TEST_ITER=4 $(VALGRIND) $$t >/dev/null || exit 1; done
+
+fuzz:
+	@scripts/deps.sh $(BUILD_DEPS) clang libclang-rt-14-dev
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOEFR_FUZZ=ON \
+	  -DMOEFR_SANITIZE=address,undefined "-DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link -fno-sanitize-recover=all" >/dev/null
+	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target $(FUZZ_TARGETS)
+	@for t in $(FUZZ_TARGETS); do fuzz/run.sh $$t $(FUZZ_SECONDS) $(FUZZ_BUILD) || exit 1; done

@@ -121,7 +121,8 @@ static int same_acc(const double *a, const double *b) {
 
 /* table t vs scalar, every slot, for one size and alignment */
 static void check_table(const mf_ukernels *t, const char *tname, int dt, size_t n, size_t mis) {
-    size_t es = esz(dt), cap = (n + 64) * es;
+    /* C11 aligned_alloc wants a size that is a multiple of the alignment (ASan enforces it) */
+    size_t es = esz(dt), cap = ((n + 64) * es + 63) / 64 * 64;
     char *bg = aligned_alloc(64, cap), *bx = aligned_alloc(64, cap), *bb = aligned_alloc(64, cap);
     char *o1 = aligned_alloc(64, cap), *o2 = aligned_alloc(64, cap);
     char *g = bg + mis * es, *x = bx + ((mis * 3) % 16) * es, *b = bb + ((mis * 5) % 16) * es;

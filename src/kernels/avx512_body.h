@@ -138,21 +138,25 @@ MF_INLINE void multi_body(mf_dt dt, const int Q, const int has_b, const void *g,
     size_t j = 0;
     if (dt != MF_F32) {
         /* 16-bit data: 32 elements per step, so that each streaming store
-         * fills a whole cache line. Q half-written lines at once would
-         * exhaust the write-combining buffers and flush partial lines. */
+         * fills a whole cache line (with Q rows written at once, half lines
+         * risk being evicted from the write-combining buffers unfinished). */
         if (nt)
             for (int i = 0; i < Q; i++)
                 if ((uintptr_t)out[i] & 63) nt = 0;
         /* bf16: one test of g per 32 elements, shared by the Q slots, usually
          * proves every product normal, which spares each slot its own test */
+#ifdef MF_AVX512_BF16
         const __m512 bound = _mm512_set1_ps(dt == MF_BF16 ? normal_bound(s, Q) : 0.0f);
+#endif
         for (; j + 32 <= n; j += 32) {
             __m512 g0 = ld16(dt, g, j), g1 = ld16(dt, g, j + 16);
             __m512d g0lo = lo8(g0), g0hi = hi8(g0), g1lo = lo8(g1), g1hi = hi8(g1);
             int normal = 0;
+#ifdef MF_AVX512_BF16
             if (dt == MF_BF16)
                 normal = !(_mm512_cmp_ps_mask(_mm512_abs_ps(g0), bound, _CMP_LT_OQ) |
                            _mm512_cmp_ps_mask(_mm512_abs_ps(g1), bound, _CMP_LT_OQ));
+#endif
             for (int i = 0; i < Q; i++) {
                 __m256i h0 = cvt16(dt, _mm512_mul_ps(g0, vs[i]), normal), h1 = cvt16(dt, _mm512_mul_ps(g1, vs[i]), normal);
                 __m512i h = _mm512_inserti64x4(_mm512_castsi256_si512(h0), h1, 1);

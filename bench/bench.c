@@ -426,10 +426,11 @@ static int torch_compare(int64_t R, int64_t K, int64_t H, aclDataType dt, double
 
 static void usage(FILE *f, const char *prog) {
     fprintf(f,
-            "usage: %s [--quick] [--reps N] [--shape R,K,H,dtype]... [--no-torch] [--no-threads] [--markdown]\n"
+            "usage: %s [--quick] [--reps N] [--shape R,K,H,dtype]... [--forward] [--no-torch] [--no-threads] [--markdown]\n"
             "  Times aclnnMoeFinalizeRoutingV2Grad (phase 1 + phase 2, mode 0, scales, random permutation)\n"
             "  against a %s-thread memcpy of the same bytes ((R*H + 2*R*K*H) * elemsize): ms and GB/s are the\n"
             "  best of N runs, ratio the median of N (operator, copy) pairs run back to back.\n"
+            "  --forward: each --shape also times aclnnMoeFinalizeRoutingV2 (a \"fwd\" row).\n"
             "  dtype: fp32, bf16 or fp16. Environment: MOEFR_NUM_THREADS, MOEFR_ISA.\n",
             prog, "MOEFR_NUM_THREADS");
 }
@@ -443,11 +444,12 @@ static int parse_dt(const char *s, aclDataType *dt) {
 }
 
 int moefr_bench_main(int argc, char **argv) {
-    int quick = 0, torch = 1, threads_sweep = 1, nshapes = 0;
+    int quick = 0, forward = 0, torch = 1, threads_sweep = 1, nshapes = 0;
     int64_t shapes[32][4];
     const char *prog = argc > 0 ? argv[0] : "bench";
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) quick = 1;
+        else if (strcmp(argv[i], "--forward") == 0) forward = 1;
         else if (strcmp(argv[i], "--no-torch") == 0) torch = 0;
         else if (strcmp(argv[i], "--no-threads") == 0) threads_sweep = 0;
         else if (strcmp(argv[i], "--markdown") == 0) g_markdown = 1;
@@ -490,7 +492,8 @@ int moefr_bench_main(int argc, char **argv) {
     if (nshapes > 0) {
         for (int i = 0; i < nshapes; i++) {
             result r;
-            if (bench_shape(shapes[i][0], shapes[i][1], shapes[i][2], (aclDataType)shapes[i][3], &r, 0) != 0) fails++;
+            if (bench_shape(shapes[i][0], shapes[i][1], shapes[i][2], (aclDataType)shapes[i][3], &r, forward) != 0)
+                fails++;
         }
         return fails ? 1 : 0;
     }

@@ -157,7 +157,8 @@ MF_INLINE void multi_body(mf_dt dt, const int Q, const int has_b, const void *g,
                 normal = !(_mm512_cmp_ps_mask(_mm512_abs_ps(g0), bound, _CMP_LT_OQ) |
                            _mm512_cmp_ps_mask(_mm512_abs_ps(g1), bound, _CMP_LT_OQ));
 #endif
-            for (int i = 0; i < Q; i++) {
+            /* unrolled, so a[] and vs[] stay in registers rather than on the stack */
+            _Pragma("GCC unroll 8") for (int i = 0; i < Q; i++) {
                 __m256i h0 = cvt16(dt, _mm512_mul_ps(g0, vs[i]), normal), h1 = cvt16(dt, _mm512_mul_ps(g1, vs[i]), normal);
                 __m512i h = _mm512_inserti64x4(_mm512_castsi256_si512(h0), h1, 1);
                 uint16_t *q = (uint16_t *)out[i] + j;

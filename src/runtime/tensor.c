@@ -166,6 +166,12 @@ aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDat
         int64_t s = 1;
         for (uint64_t i = viewDimsNum; i-- > 0;) {
             strides[i] = s;
+            int64_t bytes; /* as for given strides: operators form stride * elemsize */
+            if (!mf_mul_ok(s, (int64_t)es, &bytes)) {
+                mf_set_error("%s: the row-major stride of viewDims[%llu] times %zu bytes overflows int64", fn,
+                             (unsigned long long)i, es);
+                return NULL;
+            }
             /* Zero dims are skipped, so a view with a zero dim can have a
              * non-zero product of the others that overflows though numel is 0. */
             if (!mf_mul_ok(s, viewDims[i] ? viewDims[i] : 1, &s)) {

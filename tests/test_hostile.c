@@ -48,6 +48,8 @@ static void descriptors(void) {
             "storage");
     /* a zero dim hides an overflowing product of the others in the row-major strides (fuzz finding 1) */
     REFUSED(aclCreateTensor((int64_t[]){0, 2, I64MAX}, 3, ACL_FLOAT, NULL, 0, ACL_FORMAT_ND, st6, 1, buf), "");
+    /* the same behind a zero dim, where only the row-major stride in bytes overflows (fuzz finding 4) */
+    REFUSED(aclCreateTensor((int64_t[]){0, (int64_t)1 << 62}, 2, ACL_INT32, NULL, 0, ACL_FORMAT_ND, st6, 1, buf), "");
     /* a size-1 dim's stride is unbounded by the storage, but its bytes must fit (fuzz finding 3) */
     REFUSED(aclCreateTensor((int64_t[]){1, 3}, 2, ACL_FLOAT, (int64_t[]){-I64MAX, 1}, 0, ACL_FORMAT_ND, st6, 1, buf),
             "stride[0]");

@@ -1,6 +1,8 @@
 /* common.c - shared plan/run helpers for the finalize-routing operators. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ops/common.h"
 
@@ -178,4 +180,16 @@ aclnnStatus mf_check_range_2d(const char *op, const char *name, const mf_small *
                                op, name, (long long)r, (long long)c, (int)e, (long long)hi);
         }
     return ACLNN_SUCCESS;
+}
+
+int64_t mf_nt_threshold(void) {
+    static _Atomic int64_t thr; /* racing first calls compute the same value */
+    int64_t t = atomic_load_explicit(&thr, memory_order_relaxed);
+    if (t == 0) {
+        long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+        int64_t cap = (int64_t)32 << 20;
+        t = l3 > 0 && l3 < cap ? l3 : cap;
+        atomic_store_explicit(&thr, t, memory_order_relaxed);
+    }
+    return t;
 }

@@ -48,6 +48,10 @@ static inline int32_t mf_small_i32(const mf_small *v, int64_t i, int64_t k) {
 }
 float mf_small_f32(const mf_small *v, int64_t i, int64_t k);
 
+/* Output bytes above which stores go around the caches (streaming): the
+ * L3 size, capped at 32 MiB; nobody reads such outputs soon enough. */
+int64_t mf_nt_threshold(void);
+
 /* Table index of a floating dtype, MF_NUM_DT for others. */
 mf_dt mf_dt_of(int dtype);
 /* Stores v, rounded once to dtype (fp32/fp16/bf16), at p. */

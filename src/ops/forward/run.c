@@ -88,19 +88,6 @@ static void fwd_tokens(void *vctx, int64_t r0, int64_t r1) {
     if (c->nt) c->fk->fence(); /* streaming stores land before the pool's join */
 }
 
-/* Outputs past this size go around the caches: nobody reads them soon enough. */
-static int64_t nt_threshold(void) {
-    static _Atomic int64_t thr; /* racing first calls compute the same value */
-    int64_t t = atomic_load_explicit(&thr, memory_order_relaxed);
-    if (t == 0) {
-        long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-        int64_t cap = (int64_t)32 << 20;
-        t = l3 > 0 && l3 < cap ? l3 : cap;
-        atomic_store_explicit(&thr, t, memory_order_relaxed);
-    }
-    return t;
-}
-
 aclnnStatus mf_fwd_run(const void *vplan, void *workspace) {
     const fwd_plan *p = vplan;
     aclnnStatus rc = mf_isa_check(OP);
@@ -120,9 +107,9 @@ aclnnStatus mf_fwd_run(const void *vplan, void *workspace) {
 
     const int64_t row_bytes = p->H * (int64_t)p->es;
     fwd_ctx c = {p, mf_fwd_kernels_select(), p->x, p->x1, p->x2, p->bias, 0, 0};
-    c.nt = p->R * row_bytes >= nt_threshold();
+    c.nt = p->R * row_bytes >= mf_nt_threshold();
     /* Gathered rows that will not be in cache anyway: fetch a token ahead. */
-    c.prefetch = p->N * row_bytes >= nt_threshold() / 4;
+    c.prefetch = p->N * row_bytes >= mf_nt_threshold() / 4;
     if (p->pack_x) c.x = mf_rows_pack(&p->x, p->H, p->es, ws + p->ws_x);
     if (p->pack_x1) c.x1 = mf_rows_pack(&p->x1, p->H, p->es, ws + p->ws_x1);
     if (p->pack_x2) c.x2 = mf_rows_pack(&p->x2, p->H, p->es, ws + p->ws_x2);

@@ -134,19 +134,6 @@ static void grad_zero_rows(void *vctx, int64_t d0, int64_t d1) {
         if (d >= c->p->bits || !mf_bit(c->seen, d)) memset(c->p->gx + d * (int64_t)row_bytes, 0, row_bytes);
 }
 
-/* Outputs past this size go around the caches: nobody reads them soon enough. */
-static int64_t nt_threshold(void) {
-    static _Atomic int64_t thr; /* racing first calls compute the same value */
-    int64_t t = atomic_load_explicit(&thr, memory_order_relaxed);
-    if (t == 0) {
-        long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-        int64_t cap = (int64_t)32 << 20;
-        t = l3 > 0 && l3 < cap ? l3 : cap;
-        atomic_store_explicit(&thr, t, memory_order_relaxed);
-    }
-    return t;
-}
-
 aclnnStatus mf_grad_run(const void *vplan, void *workspace) {
     const grad_plan *p = vplan;
     aclnnStatus rc = mf_isa_check(OP);
@@ -173,8 +160,8 @@ aclnnStatus mf_grad_run(const void *vplan, void *workspace) {
 
     const int64_t es = (int64_t)p->es, row_bytes = p->H * es;
     grad_ctx c = {p, mf_kernels(), p->gy, p->x, p->bias, seen, 0, 0, 0};
-    c.nt = p->D0 * row_bytes >= nt_threshold();
-    c.prefetch = p->H > 0 && row_bytes <= MF_PREFETCH_ROW_BYTES && p->N * row_bytes >= nt_threshold() / 4;
+    c.nt = p->D0 * row_bytes >= mf_nt_threshold();
+    c.prefetch = p->H > 0 && row_bytes <= MF_PREFETCH_ROW_BYTES && p->N * row_bytes >= mf_nt_threshold() / 4;
     c.tile = (MF_TILE_BYTES / es) & ~(int64_t)31;
     if (p->pack_gy) c.gy = mf_rows_pack(&p->gy, p->H, p->es, ws + p->ws_gy);
     if (p->pack_x) c.x = mf_rows_pack(&p->x, p->H, p->es, ws + p->ws_x);

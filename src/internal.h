@@ -103,6 +103,10 @@ static inline void *mf_align64(void *p) {
 /* ---- environment (env.c) ---- */
 /* MOEFR_SOC=ascend910b: A2/A3 dtype rules (scales must share gradY's dtype). */
 bool mf_soc_strict(void);
+/* MOEFR_GRAD_ORDER (read once): the backward's traversal, auto by default;
+ * token or row force one (tests run both; the results are the same bits). */
+enum { MF_ORDER_AUTO = 0, MF_ORDER_TOKEN = 1, MF_ORDER_ROW = 2 };
+int mf_grad_order(void);
 
 /* ---- parallel loops (pool.c) ---- */
 /* Calls fn(ctx, begin, end) over disjoint chunks covering [0, n), on the

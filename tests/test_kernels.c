@@ -189,6 +189,37 @@ static void check_table(const mf_ukernels *t, const char *tname, int dt, size_t 
             if (!ok) FAIL("%s scale_dot_multi %s n=%zu q=%d bias=%d nt=%d differs", tname, dtn[dt], n, q, withb, nt);
             free(m1), free(m2), free(mxs), free(mbs);
         }
+    /* unrelated rows: q rows each with its own g, x, bias and out */
+    for (int q = 1; q <= MF_ROWS && mis == n % 4; q++)
+        for (int withb = 0; withb < 2; withb++) {
+            int nt = (int)(rnd() & 1);
+            char *m1 = aligned_alloc(64, cap * (size_t)q), *m2 = aligned_alloc(64, cap * (size_t)q);
+            char *mgs = aligned_alloc(64, cap * (size_t)q);
+            char *mxs = aligned_alloc(64, cap * (size_t)q), *mbs = aligned_alloc(64, cap * (size_t)q);
+            void *o1p[MF_ROWS], *o2p[MF_ROWS];
+            const void *gp[MF_ROWS], *xp[MF_ROWS], *bp[MF_ROWS];
+            float sv[MF_ROWS];
+            double a1[MF_ROWS][8], a2[MF_ROWS][8];
+            memset(m1, 0x5A, cap * (size_t)q), memset(m2, 0x5A, cap * (size_t)q);
+            for (int i = 0; i < q; i++) {
+                size_t om = nt && i % 2 == 0 ? 0 : (omis + (size_t)i) % 32;
+                o1p[i] = m1 + cap * (size_t)i + om * es, o2p[i] = m2 + cap * (size_t)i + om * es;
+                char *gi = mgs + cap * (size_t)i + (size_t)i % 2 * es;
+                char *xi = mxs + cap * (size_t)i + (size_t)i % 3 * es, *bi = mbs + cap * (size_t)i + (size_t)i % 5 * es;
+                for (size_t j = 0; j < n; j++)
+                    put(dt, gi, j, rnd_val(dt)), put(dt, xi, j, rnd_val(dt)), put(dt, bi, j, rnd_val(dt));
+                gp[i] = gi, xp[i] = xi, bp[i] = bi;
+                sv[i] = rnd_val(MF_F32);
+                for (int l = 0; l < 8; l++) a1[i][l] = a2[i][l] = (double)rnd_val(MF_F32);
+            }
+            mf_ukernels_scalar.scale_dot_rows[dt](n, q, gp, sv, o1p, xp, withb ? bp : NULL, a1, nt);
+            t->scale_dot_rows[dt](n, q, gp, sv, o2p, xp, withb ? bp : NULL, a2, nt);
+            t->fence();
+            int ok = same_bits_dt(dt, m1, m2, cap * (size_t)q);
+            for (int i = 0; i < q; i++) ok = ok && same_acc(a1[i], a2[i]);
+            if (!ok) FAIL("%s scale_dot_rows %s n=%zu q=%d bias=%d nt=%d differs", tname, dtn[dt], n, q, withb, nt);
+            free(m1), free(m2), free(mgs), free(mxs), free(mbs);
+        }
     /* copy */
     for (int nt = 0; nt < 2; nt++) {
         memset(o1, 0x5A, cap), memset(o2, 0x5A, cap);

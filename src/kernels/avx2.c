@@ -165,6 +165,10 @@ MF_SD(sd_f32, MF_F32)
 MF_SD(sd_f16, MF_F16)
 MF_SD(sd_bf16, MF_BF16)
 
+MF_ROWS_BY_SD(rows_f32, sd_f32)
+MF_ROWS_BY_SD(rows_f16, sd_f16)
+MF_ROWS_BY_SD(rows_bf16, sd_bf16)
+
 static void copy_avx2(void *dst, const void *src, size_t bytes, int nt) {
     char *d = dst;
     const char *s = src;
@@ -194,6 +198,7 @@ const mf_ukernels mf_ukernels_avx2 = {
     {sd_f32_dot, sd_f16_dot, sd_bf16_dot},
     {sd_f32, sd_f16, sd_bf16},
     {multi_f32, multi_f16, multi_bf16},
+    {rows_f32, rows_f16, rows_bf16},
     copy_avx2,
     fence_sfence,
 };

@@ -10,6 +10,7 @@ const mf_ukernels mf_ukernels_avx512bf16 = {
     {sd_f32_dot, sd_f16_dot, sd_bf16_dot},
     {sd_f32, sd_f16, sd_bf16},
     {multi_f32, multi_f16, multi_bf16},
+    {rows_f32, rows_f16, rows_bf16},
     copy_avx512,
     fence_sfence,
 };

@@ -52,6 +52,25 @@ MF_INLINE __m256i cvt16(mf_dt dt, __m512 v, int normal_known) {
     return bf16_rne16(v);
 }
 
+/* 32 fp32 values (lo: elements 0-15, hi: 16-31) rounded to dtype dt, in
+ * element order; normal_known as for cvt16. */
+MF_INLINE __m512i out32(mf_dt dt, __m512 lo, __m512 hi, int normal_known) {
+#ifdef MF_AVX512_BF16
+    if (dt == MF_BF16 && normal_known) return (__m512i)_mm512_cvtne2ps_pbh(hi, lo); /* one instruction */
+#endif
+    return _mm512_inserti64x4(_mm512_castsi256_si512(cvt16(dt, lo, normal_known)), cvt16(dt, hi, normal_known), 1);
+}
+
+/* bf16 elements j..j+7 of p widened exactly to fp64: one word permute puts
+ * each bf16 in the high half of a zeroed 32-bit lane (an fp32 of equal
+ * value), then one conversion. */
+MF_INLINE __m512d bf16x8_pd(const void *p, size_t j) {
+    const __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)p + j));
+    const __m256i f = _mm256_maskz_permutexvar_epi16(0xAAAA, _mm256_setr_epi16(0, 0, 0, 1, 0, 2, 0, 3, 0, 4, 0, 5, 0, 6, 0, 7),
+                                                     _mm256_castsi128_si256(h));
+    return _mm512_cvtps_pd(_mm256_castsi256_ps(f));
+}
+
 /* |g| at or above the returned bound makes |g * s| an fp32 normal (or 0 when
  * s is 0: then nothing is known and the bound is infinite) for every s given. */
 MF_INLINE float normal_bound(const float *s, int q) {
@@ -80,6 +99,14 @@ MF_INLINE void st16(mf_dt dt, void *p, size_t j, __m512 v, int nt) {
     __m256i *q = (__m256i *)((uint16_t *)p + j);
     if (nt) _mm256_stream_si256(q, h);
     else _mm256_storeu_si256(q, h);
+}
+
+/* a + t * g in fp64. When t is one widened input (no bias added to it), t
+ * and g carry at most 24 significant bits each, so t * g is exact in fp64
+ * and a fused multiply-add gives the very bits of scalar.c's multiply then
+ * add, with one operation less. t = x + b may carry 53 bits: round first. */
+MF_INLINE __m512d madd(__m512d a, __m512d t, __m512d g, const int t_is_input) {
+    return t_is_input ? _mm512_fmadd_pd(t, g, a) : _mm512_add_pd(a, _mm512_mul_pd(t, g));
 }
 
 MF_INLINE __m512d lo8(__m512 v) { return _mm512_cvtps_pd(_mm512_castps512_ps256(v)); }
@@ -116,8 +143,8 @@ MF_INLINE void sd_body(mf_dt dt, const void *g, float s, void *out, const void *
                 tlo = lo8(bv);
                 thi = hi8(bv);
             }
-            a = _mm512_add_pd(a, _mm512_mul_pd(tlo, lo8(gv)));
-            a = _mm512_add_pd(a, _mm512_mul_pd(thi, hi8(gv)));
+            a = madd(a, tlo, lo8(gv), !(has_x && has_b));
+            a = madd(a, thi, hi8(gv), !(has_x && has_b));
         }
     }
     if (dot) _mm512_storeu_pd(acc, a);
@@ -159,13 +186,18 @@ MF_INLINE void multi_body(mf_dt dt, const int Q, const int has_b, const void *g,
 #endif
             /* unrolled, so a[] and vs[] stay in registers rather than on the stack */
             _Pragma("GCC unroll 8") for (int i = 0; i < Q; i++) {
-                __m256i h0 = cvt16(dt, _mm512_mul_ps(g0, vs[i]), normal), h1 = cvt16(dt, _mm512_mul_ps(g1, vs[i]), normal);
-                __m512i h = _mm512_inserti64x4(_mm512_castsi256_si512(h0), h1, 1);
+                __m512i h = out32(dt, _mm512_mul_ps(g0, vs[i]), _mm512_mul_ps(g1, vs[i]), normal);
                 uint16_t *q = (uint16_t *)out[i] + j;
                 if (nt) _mm512_stream_si512((void *)q, h);
                 else _mm512_storeu_si512(q, h);
-                __m512 x0 = ld16(dt, x[i], j), x1 = ld16(dt, x[i], j + 16);
-                __m512d t0 = lo8(x0), t1 = hi8(x0), t2 = lo8(x1), t3 = hi8(x1);
+                __m512d t0, t1, t2, t3;
+                if (dt == MF_BF16) {
+                    t0 = bf16x8_pd(x[i], j), t1 = bf16x8_pd(x[i], j + 8);
+                    t2 = bf16x8_pd(x[i], j + 16), t3 = bf16x8_pd(x[i], j + 24);
+                } else {
+                    __m512 x0 = ld16(dt, x[i], j), x1 = ld16(dt, x[i], j + 16);
+                    t0 = lo8(x0), t1 = hi8(x0), t2 = lo8(x1), t3 = hi8(x1);
+                }
                 if (has_b) {
                     __m512 b0 = ld16(dt, b[i], j), b1 = ld16(dt, b[i], j + 16);
                     t0 = _mm512_add_pd(t0, lo8(b0));
@@ -173,10 +205,10 @@ MF_INLINE void multi_body(mf_dt dt, const int Q, const int has_b, const void *g,
                     t2 = _mm512_add_pd(t2, lo8(b1));
                     t3 = _mm512_add_pd(t3, hi8(b1));
                 }
-                a[i] = _mm512_add_pd(a[i], _mm512_mul_pd(t0, g0lo));
-                a[i] = _mm512_add_pd(a[i], _mm512_mul_pd(t1, g0hi));
-                a[i] = _mm512_add_pd(a[i], _mm512_mul_pd(t2, g1lo));
-                a[i] = _mm512_add_pd(a[i], _mm512_mul_pd(t3, g1hi));
+                a[i] = madd(a[i], t0, g0lo, !has_b);
+                a[i] = madd(a[i], t1, g0hi, !has_b);
+                a[i] = madd(a[i], t2, g1lo, !has_b);
+                a[i] = madd(a[i], t3, g1hi, !has_b);
             }
         }
     }
@@ -192,8 +224,8 @@ MF_INLINE void multi_body(mf_dt dt, const int Q, const int has_b, const void *g,
                 tlo = _mm512_add_pd(tlo, lo8(bv));
                 thi = _mm512_add_pd(thi, hi8(bv));
             }
-            a[i] = _mm512_add_pd(a[i], _mm512_mul_pd(tlo, glo));
-            a[i] = _mm512_add_pd(a[i], _mm512_mul_pd(thi, ghi));
+            a[i] = madd(a[i], tlo, glo, !has_b);
+            a[i] = madd(a[i], thi, ghi, !has_b);
         }
     }
     for (int i = 0; i < Q; i++) _mm512_storeu_pd(acc[i], a[i]);
@@ -227,6 +259,56 @@ MF_INLINE void multi_body(mf_dt dt, const int Q, const int has_b, const void *g,
 MF_MULTI_FN(multi_f32, MF_F32)
 MF_MULTI_FN(multi_f16, MF_F16)
 MF_MULTI_FN(multi_bf16, MF_BF16)
+
+/* Q unrelated rows at once (Q a constant 1..4), each with its own g: the
+ * same steps as sd_body, and Q independent accumulator chains. */
+MF_INLINE void rows_body(mf_dt dt, const int Q, const int has_b, size_t n, const void *const *g, const float *s,
+                         void *const *out, const void *const *x, const void *const *b, double (*acc)[8], int nt) {
+    const size_t vec_bytes = dt == MF_F32 ? 64 : 32;
+    for (int i = 0; i < Q; i++)
+        if ((uintptr_t)out[i] & (vec_bytes - 1)) nt = 0;
+    __m512d a[4];
+    __m512 vs[4];
+    for (int i = 0; i < Q; i++) a[i] = _mm512_loadu_pd(acc[i]), vs[i] = _mm512_set1_ps(s[i]);
+    size_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        _Pragma("GCC unroll 4") for (int i = 0; i < Q; i++) {
+            __m512 gv = ld16(dt, g[i], j);
+            st16(dt, out[i], j, _mm512_mul_ps(gv, vs[i]), nt);
+            __m512 xv = ld16(dt, x[i], j);
+            __m512d tlo = lo8(xv), thi = hi8(xv);
+            if (has_b) {
+                __m512 bv = ld16(dt, b[i], j);
+                tlo = _mm512_add_pd(tlo, lo8(bv));
+                thi = _mm512_add_pd(thi, hi8(bv));
+            }
+            a[i] = madd(a[i], tlo, lo8(gv), !has_b);
+            a[i] = madd(a[i], thi, hi8(gv), !has_b);
+        }
+    }
+    for (int i = 0; i < Q; i++) _mm512_storeu_pd(acc[i], a[i]);
+    if (j < n)
+        for (int i = 0; i < Q; i++) mf_scale_dot_tail(dt, g[i], s[i], out[i], x[i], has_b ? b[i] : NULL, j, n, acc[i]);
+}
+
+#define MF_ROWS_FN(NAME, DT)                                                                            \
+    static void NAME(size_t n, int q, const void *const *g, const float *s, void *const *out,            \
+                     const void *const *x, const void *const *b, double (*acc)[8], int nt) {              \
+        switch (q * 2 + (b != NULL)) {                                                                    \
+        case 2: rows_body(DT, 1, 0, n, g, s, out, x, b, acc, nt); break;                                  \
+        case 3: rows_body(DT, 1, 1, n, g, s, out, x, b, acc, nt); break;                                  \
+        case 4: rows_body(DT, 2, 0, n, g, s, out, x, b, acc, nt); break;                                  \
+        case 5: rows_body(DT, 2, 1, n, g, s, out, x, b, acc, nt); break;                                  \
+        case 6: rows_body(DT, 3, 0, n, g, s, out, x, b, acc, nt); break;                                  \
+        case 7: rows_body(DT, 3, 1, n, g, s, out, x, b, acc, nt); break;                                  \
+        case 8: rows_body(DT, 4, 0, n, g, s, out, x, b, acc, nt); break;                                  \
+        case 9: rows_body(DT, 4, 1, n, g, s, out, x, b, acc, nt); break;                                  \
+        default: break;                                                                                   \
+        }                                                                                                 \
+    }
+MF_ROWS_FN(rows_f32, MF_F32)
+MF_ROWS_FN(rows_f16, MF_F16)
+MF_ROWS_FN(rows_bf16, MF_BF16)
 
 #define MF_SD(NAME, DT)                                                                              \
     static void NAME(const void *g, float s, void *out, const void *x, const void *b, size_t n,        \

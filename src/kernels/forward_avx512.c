@@ -152,11 +152,12 @@ MF_INLINE void block(mf_dt dt, const mf_fwd_row *t, size_t j, size_t i, double *
             MF_UNROLL8 for (int v = 0; v < nv; v++) w[v] = _mm512_add_pd(w[v], u[v]);
         }
         const __m512d s = _mm512_set1_pd(t->s[q]);
-        MF_UNROLL8 for (int v = 0; v < nv; v++) w[v] = _mm512_mul_pd(s, w[v]);
-        if (have)
-            MF_UNROLL8 for (int v = 0; v < nv; v++) a[v] = _mm512_add_pd(a[v], w[v]);
+        if (have && !(x && b)) /* w is one widened input: s * w is exact, so fusing changes no bit */
+            MF_UNROLL8 for (int v = 0; v < nv; v++) a[v] = _mm512_fmadd_pd(s, w[v], a[v]);
+        else if (have)
+            MF_UNROLL8 for (int v = 0; v < nv; v++) a[v] = _mm512_add_pd(a[v], _mm512_mul_pd(s, w[v]));
         else
-            MF_UNROLL8 for (int v = 0; v < nv; v++) a[v] = w[v];
+            MF_UNROLL8 for (int v = 0; v < nv; v++) a[v] = _mm512_mul_pd(s, w[v]);
         have = 1;
     }
     if (fin) /* a is +0.0 when nothing was present */

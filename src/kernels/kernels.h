@@ -11,6 +11,7 @@
 typedef enum { MF_F32 = 0, MF_F16 = 1, MF_BF16 = 2, MF_NUM_DT = 3 } mf_dt;
 
 #define MF_MULTI 8
+#define MF_ROWS 4
 
 typedef struct mf_ukernels {
     const char *isa;
@@ -32,6 +33,11 @@ typedef struct mf_ukernels {
      * latency of that order's serial adds. */
     void (*scale_dot_multi[MF_NUM_DT])(const void *g, size_t n, int q, const float *s, void *const *out,
                                        const void *const *x, const void *const *b, double (*acc)[8], int nt);
+    /* scale_dot for q (1..MF_ROWS) unrelated rows, each with its own g:
+     * out[i], g[i], x[i] not NULL; b NULL, or b[i] not NULL. Same bits as q
+     * scale_dot calls; interleaving them hides each row's serial adds. */
+    void (*scale_dot_rows[MF_NUM_DT])(size_t n, int q, const void *const *g, const float *s, void *const *out,
+                                      const void *const *x, const void *const *b, double (*acc)[8], int nt);
     /* memcpy, with streaming stores when nt (then fence() before publishing). */
     void (*copy)(void *dst, const void *src, size_t bytes, int nt);
     /* Orders earlier streaming stores before later stores (sfence on x86). */

@@ -2,6 +2,7 @@
  * Every SIMD path must match these bit for bit. */
 #include "kernels/fp.h"
 #include "kernels/kernels.h"
+#include "kernels/tail.h"
 
 #include <string.h>
 
@@ -62,6 +63,10 @@ MF_SCALE_DOT_MULTI(multi_f32, scale_dot_f32)
 MF_SCALE_DOT_MULTI(multi_f16, scale_dot_f16)
 MF_SCALE_DOT_MULTI(multi_bf16, scale_dot_bf16)
 
+MF_ROWS_BY_SD(rows_f32, scale_dot_f32)
+MF_ROWS_BY_SD(rows_f16, scale_dot_f16)
+MF_ROWS_BY_SD(rows_bf16, scale_dot_bf16)
+
 static void copy_plain(void *dst, const void *src, size_t bytes, int nt) {
     (void)nt;
     if (bytes) memcpy(dst, src, bytes);
@@ -75,6 +80,7 @@ const mf_ukernels mf_ukernels_scalar = {
     {dot_f32, dot_f16, dot_bf16},
     {scale_dot_f32, scale_dot_f16, scale_dot_bf16},
     {multi_f32, multi_f16, multi_bf16},
+    {rows_f32, rows_f16, rows_bf16},
     copy_plain,
     fence_none,
 };

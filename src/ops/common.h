@@ -41,6 +41,9 @@ typedef struct mf_small {
     int dtype;
 } mf_small;
 mf_small mf_small_of(const aclTensor *t);
+/* Address of element (i, k) of a small input (for prefetching). */
+static inline const char *mf_small_at(const mf_small *v, int64_t i, int64_t k) { return v->data + i * v->s0 + k * v->s1; }
+
 static inline int32_t mf_small_i32(const mf_small *v, int64_t i, int64_t k) {
     int32_t x;
     memcpy(&x, v->data + i * v->s0 + k * v->s1, 4);

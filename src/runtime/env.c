@@ -19,6 +19,22 @@ bool mf_soc_strict(void) {
     return g_strict;
 }
 
+static int g_grad_order;
+static pthread_once_t g_order_once = PTHREAD_ONCE_INIT;
+
+static void order_init(void) {
+    const char *v = getenv("MOEFR_GRAD_ORDER");
+    if (v == NULL || *v == '\0' || strcmp(v, "auto") == 0) g_grad_order = MF_ORDER_AUTO;
+    else if (strcmp(v, "token") == 0) g_grad_order = MF_ORDER_TOKEN;
+    else if (strcmp(v, "row") == 0) g_grad_order = MF_ORDER_ROW;
+    else mf_log(MF_LOG_WARN, "MOEFR_GRAD_ORDER=%s is not auto, token or row: using auto", v);
+}
+
+int mf_grad_order(void) {
+    pthread_once(&g_order_once, order_init);
+    return g_grad_order;
+}
+
 #define MF_STR2(x) #x
 #define MF_STR(x) MF_STR2(x)
 const char *moefrVersion(void) {

@@ -5,6 +5,11 @@
 
 #include "ops/common.h"
 
+/* Rows at most this many bytes wide are computed in row order when the
+ * problem is larger than the caches (random rows that small cost more to
+ * write than to read on every machine measured; docs/DESIGN.md). */
+#define MF_BY_ROW_MAX_BYTES 2048
+
 typedef struct grad_plan {
     int mode;                   /* dropPadMode: 0 dropless, 1 drop-pad */
     bool has_scales, has_x, has_bias;
@@ -22,8 +27,11 @@ typedef struct grad_plan {
     char *gx;                   /* gradExpandedXOut, contiguous (D0, H) */
     char *gs;                   /* gradScalesOut, contiguous (R, K) */
     int gs_dtype;
+    /* Narrow rows: phase 2 walks gradExpandedX in row order (run.c), which
+     * needs the index's inverse in the workspace, one int32 per row. */
+    bool by_row;
     /* workspace layout, offsets from the 64-byte-aligned start */
-    uint64_t ws_bitmap, ws_gy, ws_x, ws_bias, ws_bytes;
+    uint64_t ws_bitmap, ws_inv, ws_gy, ws_x, ws_bias, ws_bytes;
 } grad_plan;
 
 aclnnStatus mf_grad_run(const void *plan, void *workspace);

@@ -180,7 +180,13 @@ aclnnStatus aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize(
     uint64_t used = 0;
     pl.bits = pl.idx_hi < ((int64_t)1 << 31) ? pl.idx_hi : ((int64_t)1 << 31);
     if (pl.N > 0) pl.ws_bitmap = carve(&used, mf_bitmap_bytes(pl.bits));
-    const int64_t H = pl.H;
+    const int64_t H = pl.H, row_bytes = H * (int64_t)pl.es;
+    /* N <= 2^31 - 1 and row_bytes <= 2 KiB keep these products in range */
+    const int order = mf_grad_order();
+    pl.by_row = pl.N > 0 && pl.N <= INT32_MAX && row_bytes > 0 &&
+                (order == MF_ORDER_ROW ||
+                 (order == MF_ORDER_AUTO && row_bytes <= MF_BY_ROW_MAX_BYTES && pl.N * row_bytes >= mf_nt_threshold() / 4));
+    if (pl.by_row) pl.ws_inv = carve(&used, (uint64_t)pl.bits * 4);
     pl.pack_gy = pl.R > 0 && !mf_rows_dense(&pl.gy, H, pl.es);
     pl.pack_x = pl.has_x && pl.has_scales && pl.N > 0 && !mf_rows_dense(&pl.x, H, pl.es);
     pl.pack_bias = pl.has_bias && pl.has_scales && pl.N > 0 && !mf_rows_dense(&pl.bias, H, pl.es);

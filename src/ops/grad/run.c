@@ -24,6 +24,7 @@ typedef struct grad_ctx {
     const mf_ukernels *uk;
     mf_rows gy, x, bias;
     const uint64_t *seen;
+    int32_t *inv; /* by_row: inv[d] = the entry i that names kept row d */
     int nt;       /* streaming stores for gradExpandedX */
     int prefetch; /* software prefetch of the gathered rows */
     int64_t tile; /* elements per H tile, a multiple of 32 */
@@ -126,6 +127,101 @@ static void grad_tokens(void *vctx, int64_t r0, int64_t r1) {
     if (c->nt) c->uk->fence(); /* streaming stores land before the pool's join */
 }
 
+/* ---- row order (p->by_row): narrow rows, larger than the caches ----
+ * Token order writes K random rows per token; with rows this narrow those
+ * scattered writes, not the bytes, set the pace. Walking gradExpandedX in
+ * row order instead writes it (and reads expandedX) sequentially and gathers
+ * gradY rows, which are fewer and often cached. Every value is computed by
+ * the same kernel call as in token order, so the bits are the same. */
+
+/* Rows of gradY gathered this many output rows ahead. */
+#define MF_BY_ROW_PREFETCH 8
+
+/* inv[d] = i for the kept entries i in [i0, i1): distinct d, as checked. */
+static void grad_invert(void *vctx, int64_t i0, int64_t i1) {
+    const grad_ctx *c = vctx;
+    for (int64_t i = i0; i < i1; i++) {
+        int32_t d = mf_small_i32(&c->p->idx, i, 0);
+        if (kept_row(c->p, d)) c->inv[d] = (int32_t)i;
+    }
+}
+
+/* Whether row d of gradExpandedX is named by a kept entry (then inv[d] is set). */
+static inline bool named_row(const grad_ctx *c, int64_t d) {
+    return d < c->p->bits && mf_bit(c->seen, d) && d < c->p->D0;
+}
+
+/* gradExpandedX rows [d0, d1), their gradScales entries, +0.0 for rows nobody
+ * names. Named rows go to the kernel MF_ROWS at a time. */
+static void grad_rows(void *vctx, int64_t d0, int64_t d1) {
+    const grad_ctx *c = vctx;
+    const grad_plan *p = c->p;
+    const int64_t K = p->K, row_bytes = p->H * (int64_t)p->es, gs_es = (int64_t)mf_dtype_size(p->gs_dtype);
+    const void *g[MF_ROWS], *x[MF_ROWS], *b[MF_ROWS];
+    void *out[MF_ROWS];
+    float s[MF_ROWS];
+    double acc[MF_ROWS][8];
+    int64_t at[MF_ROWS];
+    int q = 0;
+    for (int64_t d = d0; d < d1; d++) {
+        /* the gradY row, scale and gradScales entry of a row further on */
+        const int64_t ahead = d + MF_BY_ROW_PREFETCH;
+        if (ahead < d1 && named_row(c, ahead)) {
+            const int64_t ia = c->inv[ahead], ra = ia / K;
+            const char *gr = mf_row(&c->gy, ra);
+            for (int64_t o = 0; o < row_bytes; o += 64) __builtin_prefetch(gr + o, 0, 3);
+            if (p->has_scales) {
+                __builtin_prefetch(mf_small_at(&p->scales, ra, ia - ra * K), 0, 3);
+                __builtin_prefetch(p->gs + ia * gs_es, 1, 3);
+                if (p->has_bias) __builtin_prefetch(mf_small_at(&p->eidx, ra, ia - ra * K), 0, 3);
+            }
+        }
+        char *o = p->gx + d * row_bytes;
+        if (!named_row(c, d)) {
+            memset(o, 0, (size_t)row_bytes);
+            continue;
+        }
+        const int64_t i = c->inv[d], r = i / K, k = i - r * K;
+        if (!p->has_scales) {
+            c->uk->copy(o, mf_row(&c->gy, r), (size_t)row_bytes, c->nt);
+            continue;
+        }
+        g[q] = mf_row(&c->gy, r);
+        x[q] = mf_row(&c->x, d);
+        b[q] = p->has_bias ? mf_row(&c->bias, mf_small_i32(&p->eidx, r, k)) : NULL;
+        out[q] = o;
+        s[q] = mf_small_f32(&p->scales, r, k);
+        memset(acc[q], 0, sizeof acc[q]);
+        at[q] = i;
+        if (++q == MF_ROWS || d + 1 == d1) {
+            c->uk->scale_dot_rows[p->dt]((size_t)p->H, q, g, s, out, x, p->has_bias ? b : NULL, acc, c->nt);
+            for (int m = 0; m < q; m++) mf_store_f64(p->gs + at[m] * gs_es, p->gs_dtype, mf_reduce8(acc[m]));
+            q = 0;
+        }
+    }
+    if (q > 0) {
+        c->uk->scale_dot_rows[p->dt]((size_t)p->H, q, g, s, out, x, p->has_bias ? b : NULL, acc, c->nt);
+        for (int m = 0; m < q; m++) mf_store_f64(p->gs + at[m] * gs_es, p->gs_dtype, mf_reduce8(acc[m]));
+    }
+    if (c->nt) c->uk->fence();
+}
+
+/* gradScales of the dropped entries of tokens [r0, r1): a bias dot, or 0. */
+static void grad_dropped(void *vctx, int64_t r0, int64_t r1) {
+    const grad_ctx *c = vctx;
+    const grad_plan *p = c->p;
+    const int64_t K = p->K, gs_es = (int64_t)mf_dtype_size(p->gs_dtype);
+    for (int64_t r = r0; r < r1; r++)
+        for (int64_t k = 0; k < K; k++) {
+            if (kept_row(p, mf_small_i32(&p->idx, r * K + k, 0))) continue;
+            double acc[8] = {0};
+            if (p->has_bias)
+                c->uk->dot[p->dt](NULL, mf_row(&c->bias, mf_small_i32(&p->eidx, r, k)), mf_row(&c->gy, r),
+                                  (size_t)p->H, acc);
+            mf_store_f64(p->gs + (r * K + k) * gs_es, p->gs_dtype, mf_reduce8(acc));
+        }
+}
+
 /* Drop-pad: rows of gradExpandedX that no kept index names become +0.0. */
 static void grad_zero_rows(void *vctx, int64_t d0, int64_t d1) {
     const grad_ctx *c = vctx;
@@ -159,25 +255,35 @@ aclnnStatus mf_grad_run(const void *vplan, void *workspace) {
     if (timed) clock_gettime(CLOCK_MONOTONIC, &t1);
 
     const int64_t es = (int64_t)p->es, row_bytes = p->H * es;
-    grad_ctx c = {p, mf_kernels(), p->gy, p->x, p->bias, seen, 0, 0, 0};
+    grad_ctx c = {p, mf_kernels(), p->gy, p->x, p->bias, seen, NULL, 0, 0, 0};
     c.nt = p->D0 * row_bytes >= mf_nt_threshold();
     c.prefetch = p->H > 0 && row_bytes <= MF_PREFETCH_ROW_BYTES && p->N * row_bytes >= mf_nt_threshold() / 4;
     c.tile = (MF_TILE_BYTES / es) & ~(int64_t)31;
     if (p->pack_gy) c.gy = mf_rows_pack(&p->gy, p->H, p->es, ws + p->ws_gy);
     if (p->pack_x) c.x = mf_rows_pack(&p->x, p->H, p->es, ws + p->ws_x);
     if (p->pack_bias) c.bias = mf_rows_pack(&p->bias, p->H, p->es, ws + p->ws_bias);
-    if (p->mode == 1 && p->H > 0)
-        mf_parallel_for(p->D0, grad_zero_rows, &c, MF_SERIAL_BYTES / (row_bytes > 0 ? row_bytes : 1) + 1);
-    /* bytes one token moves: its gradY row, K rows in and K rows out */
-    const int64_t token_bytes = row_bytes * (1 + 2 * p->K) + 8 * p->K;
-    mf_parallel_for(p->R, grad_tokens, &c, MF_SERIAL_BYTES / token_bytes + 1);
+    if (p->by_row) { /* by_row implies H > 0 and N > 0 */
+        c.inv = (int32_t *)(ws + p->ws_inv);
+        mf_parallel_for(p->N, grad_invert, &c, MF_SERIAL_BYTES / 4 + 1);
+        /* bytes one row moves: its gradY row, an expandedX row in, a row out */
+        mf_parallel_for(p->D0, grad_rows, &c, MF_SERIAL_BYTES / (3 * row_bytes) + 1);
+        if (p->has_scales && (p->mode == 1 || p->D0 < p->N))
+            mf_parallel_for(p->R, grad_dropped, &c, MF_SERIAL_BYTES / (row_bytes + 4 * p->K) + 1);
+    } else {
+        if (p->mode == 1 && p->H > 0)
+            mf_parallel_for(p->D0, grad_zero_rows, &c, MF_SERIAL_BYTES / (row_bytes > 0 ? row_bytes : 1) + 1);
+        /* bytes one token moves: its gradY row, K rows in and K rows out */
+        const int64_t token_bytes = row_bytes * (1 + 2 * p->K) + 8 * p->K;
+        mf_parallel_for(p->R, grad_tokens, &c, MF_SERIAL_BYTES / token_bytes + 1);
+    }
     if (timed) {
         clock_gettime(CLOCK_MONOTONIC, &t2);
         double v = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6;
         double all = (double)(t2.tv_sec - t0.tv_sec) * 1e3 + (double)(t2.tv_nsec - t0.tv_nsec) * 1e-6;
-        mf_log(MF_LOG_DEBUG, "%s: R=%lld K=%lld H=%lld: value checks %.3f ms of %.3f ms (%.2f %%), %s, nt=%d, prefetch=%d",
+        mf_log(MF_LOG_DEBUG, "%s: R=%lld K=%lld H=%lld: value checks %.3f ms of %.3f ms (%.2f %%), %s, nt=%d, "
+               "prefetch=%d, by_row=%d",
                OP, (long long)p->R, (long long)p->K, (long long)p->H, v, all, all > 0 ? 100.0 * v / all : 0.0,
-               c.uk->isa, c.nt, c.prefetch);
+               c.uk->isa, c.nt, c.prefetch, (int)p->by_row);
     }
     return ACLNN_SUCCESS;
 }

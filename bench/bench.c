@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "acl/acl.h"
+#include "bench/bench.h"
 #include "aclnnop/aclnn_moe_finalize_routing_v2.h"
 #include "aclnnop/aclnn_moe_finalize_routing_v2_grad.h"
 #include "moefr/moefr.h"
@@ -39,11 +40,12 @@ int moefr_bench_main(int argc, char **argv);
 static int g_reps = 5;
 static int g_markdown;
 
-static double now(void) {
+double bench_now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
+static double now(void) { return bench_now(); }
 
 static size_t esz(aclDataType d) { return d == ACL_FLOAT ? 4 : 2; }
 static const char *dname(aclDataType d) { return d == ACL_FLOAT ? "fp32" : d == ACL_BF16 ? "bf16" : "fp16"; }
@@ -55,7 +57,7 @@ static void *cpy_thread(void *a) {
     memcpy(c->dst, c->src, c->n);
     return NULL;
 }
-static double copy_once(char *dst, const char *src, size_t n, int threads) {
+double bench_copy_once(char *dst, const char *src, size_t n, int threads) {
     pthread_t th[256];
     cpy parts[256];
     if (threads > 256) threads = 256;
@@ -83,20 +85,30 @@ typedef struct prob {
     uint64_t ws_size;
 } prob;
 
-/* Device memory as a CANN program gets it: aclrtMalloc with the huge-page hint. */
-static void *dev_alloc(size_t n) {
+void *bench_alloc(size_t n) {
     void *p = NULL;
     return aclrtMalloc(&p, n ? n : 1, ACL_MEM_MALLOC_HUGE_FIRST) == ACL_SUCCESS ? p : NULL;
 }
-static void dev_free(void *p) {
+void bench_free(void *p) {
     if (p) aclrtFree(p);
 }
+#define dev_alloc bench_alloc
+#define dev_free bench_free
 
 static uint64_t g_rng = 88172645463325252ull;
 static uint32_t rnd(void) {
     g_rng ^= g_rng << 13, g_rng ^= g_rng >> 7, g_rng ^= g_rng << 17;
     return (uint32_t)g_rng;
 }
+void bench_permutation(int32_t *idx, int64_t n) {
+    for (int64_t i = 0; i < n; i++) idx[i] = (int32_t)i;
+    for (int64_t i = n - 1; i > 0; i--) {
+        int64_t j = (int64_t)(((uint64_t)rnd() << 32 | rnd()) % (uint64_t)(i + 1));
+        int32_t t = idx[i];
+        idx[i] = idx[j], idx[j] = t;
+    }
+}
+
 static void fill(aclDataType dt, char *p, int64_t n) {
     for (int64_t i = 0; i < n; i++) {
         float v = (float)((int32_t)rnd() % 2000) / 1024.0f;
@@ -125,11 +137,7 @@ static int prob_make(prob *p, int64_t R, int64_t K, int64_t H, aclDataType dt) {
     fill(dt, p->x, (int64_t)N * H);
     fill(dt, p->sc, (int64_t)N);
     memset(p->gx, 0, N * (size_t)H * es); /* fault the pages in before timing */
-    for (size_t i = 0; i < N; i++) p->idx[i] = (int32_t)i;
-    for (size_t i = N - 1; i > 0; i--) { /* random permutation: gathers hit random rows */
-        size_t j = ((uint64_t)rnd() << 32 | rnd()) % (i + 1);
-        int32_t t = p->idx[i]; p->idx[i] = p->idx[j]; p->idx[j] = t;
-    }
+    bench_permutation(p->idx, (int64_t)N); /* gathers hit random rows */
     return 0;
 }
 
@@ -234,10 +242,10 @@ static int measure_op(prob *p, result *out, int with_validate, int forward) {
     double op[64] = {0}, cp[64] = {0}, hz[64] = {0};
     int reps = g_reps > 64 ? 64 : g_reps;
     if ((forward ? prob_run_forward(p) : prob_run(p, 0)) < 0) return -1; /* warm-up: pool start, page faults */
-    copy_once(dst, src, half, threads);
+    bench_copy_once(dst, src, half, threads);
     for (int i = 0; i < reps; i++) {
         op[i] = forward ? prob_run_forward(p) : prob_run(p, 0);
-        cp[i] = copy_once(dst, src, half, threads);
+        cp[i] = bench_copy_once(dst, src, half, threads);
         hz[i] = with_validate && !forward ? prob_run(p, 1) : 0;
         if (op[i] < 0) return -1;
     }
@@ -426,11 +434,14 @@ static int torch_compare(int64_t R, int64_t K, int64_t H, aclDataType dt, double
 
 static void usage(FILE *f, const char *prog) {
     fprintf(f,
-            "usage: %s [--quick] [--reps N] [--shape R,K,H,dtype]... [--forward] [--no-torch] [--no-threads] [--markdown]\n"
+            "usage: %s [--quick] [--reps N] [--shape R,K,H,dtype]... [--forward] [--ceilings] [--no-torch] [--no-threads]\n"
+            "          [--markdown]\n"
             "  Times aclnnMoeFinalizeRoutingV2Grad (phase 1 + phase 2, mode 0, scales, random permutation)\n"
             "  against a %s-thread memcpy of the same bytes ((R*H + 2*R*K*H) * elemsize): ms and GB/s are the\n"
             "  best of N runs, ratio the median of N (operator, copy) pairs run back to back.\n"
             "  --forward: each --shape also times aclnnMoeFinalizeRoutingV2 (a \"fwd\" row).\n"
+            "  --ceilings: each --shape also times the operators' access patterns without arithmetic\n"
+            "  (the full run without --shape always does, for the shapes with targets).\n"
             "  dtype: fp32, bf16 or fp16. Environment: MOEFR_NUM_THREADS, MOEFR_ISA.\n",
             prog, "MOEFR_NUM_THREADS");
 }
@@ -443,8 +454,14 @@ static int parse_dt(const char *s, aclDataType *dt) {
     return 0;
 }
 
+static void ceiling_head(void) {
+    printf("\naccess-pattern ceilings: the operators' row traffic with the arithmetic taken out (bench/ceiling.c),\n"
+           "ratio = same memcpy yardstick / pattern time, median of pairs\n");
+    if (g_markdown) printf("| shape R,K,H | dtype | pattern | ms | GB/s | ratio |\n|---|---|---|---|---|---|\n");
+}
+
 int moefr_bench_main(int argc, char **argv) {
-    int quick = 0, forward = 0, torch = 1, threads_sweep = 1, nshapes = 0;
+    int quick = 0, forward = 0, torch = 1, threads_sweep = 1, nshapes = 0, ceilings = 0;
     int64_t shapes[32][4];
     const char *prog = argc > 0 ? argv[0] : "bench";
     for (int i = 1; i < argc; i++) {
@@ -452,6 +469,7 @@ int moefr_bench_main(int argc, char **argv) {
         else if (strcmp(argv[i], "--forward") == 0) forward = 1;
         else if (strcmp(argv[i], "--no-torch") == 0) torch = 0;
         else if (strcmp(argv[i], "--no-threads") == 0) threads_sweep = 0;
+        else if (strcmp(argv[i], "--ceilings") == 0) ceilings = 1;
         else if (strcmp(argv[i], "--markdown") == 0) g_markdown = 1;
         else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) g_reps = atoi(argv[++i]);
         else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc && nshapes < 32) {
@@ -495,6 +513,12 @@ int moefr_bench_main(int argc, char **argv) {
             if (bench_shape(shapes[i][0], shapes[i][1], shapes[i][2], (aclDataType)shapes[i][3], &r, forward) != 0)
                 fails++;
         }
+        if (ceilings) {
+            ceiling_head();
+            for (int i = 0; i < nshapes; i++)
+                fails += bench_ceilings(shapes[i][0], shapes[i][1], shapes[i][2], esz((aclDataType)shapes[i][3]),
+                                        dname((aclDataType)shapes[i][3]), moefrNumThreads(), g_reps, g_markdown);
+        }
         return fails ? 1 : 0;
     }
     static const int64_t table[][4] = {
@@ -513,6 +537,12 @@ int moefr_bench_main(int argc, char **argv) {
         if (i == 0) ms_thr[0] = r.ms;
         if (i == 3) ms_thr[1] = r.ms;
     }
+
+    ceiling_head();
+    for (size_t i = 0; i < 5; i++) /* the shapes with targets */
+        if (i != 2)
+            fails += bench_ceilings(table[i][0] / s, table[i][1], table[i][2], esz((aclDataType)table[i][3]),
+                                    dname((aclDataType)table[i][3]), moefrNumThreads(), g_reps, g_markdown);
 
     printf("\nlinearity: fp32, K=8, H=1024, R*K*H over 100x\n");
     if (g_markdown) printf("| R | R*K*H | ms | ns per R*K*H | ratio to copy |\n|---|---|---|---|---|\n");

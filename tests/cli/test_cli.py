@@ -539,6 +539,15 @@ def test_misc():
     rc, so, se = run(["bench", "--help"])
     if rc != 0 or "usage" not in so + se:
         fail(f"bench --help: exit {rc}: {so!r} {se!r}")
+    # bench on small shapes: operator rows and the access-pattern references
+    # (bench/ceiling.c) run and print a positive ratio each; rows that are not
+    # whole cache lines are skipped with a note, not timed.
+    rc, so, se = run(["bench", "--shape", "64,8,256,bf16", "--shape", "33,3,96,fp32", "--shape", "5,2,7,fp16",
+                      "--ceilings", "--forward", "--no-torch", "--no-threads", "--reps", "2"])
+    pats = [ln for ln in so.splitlines() if "(backward," in ln or "(forward)" in ln]
+    ratios = [float(ln.split("ratio")[-1]) for ln in pats]
+    if rc != 0 or len(pats) != 6 or not all(r > 0 for r in ratios) or "5,2,7 fp16: rows of 14 bytes" not in so:
+        fail(f"bench --ceilings: exit {rc}, {len(pats)} pattern rows {ratios}: {so[-600:]!r} {se!r}")
     # -v: timing and kernel path, either before or after the command
     d = new_case()
     gy = rand_values((3, 5), "f32")

@@ -1,0 +1,19 @@
+/* bench.h - what bench.c shares with ceiling.c. */
+#ifndef MOEFR_BENCH_BENCH_H_
+#define MOEFR_BENCH_BENCH_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+double bench_now(void);
+/* Buffers as a CANN program gets them: aclrtMalloc with the huge-page hint. */
+void *bench_alloc(size_t n);
+void bench_free(void *p);
+/* idx[0..n) = a random permutation of 0..n-1 (a fixed-seed generator). */
+void bench_permutation(int32_t *idx, int64_t n);
+/* Seconds for a `threads`-thread memcpy of n bytes: the yardstick. */
+double bench_copy_once(char *dst, const char *src, size_t n, int threads);
+/* The access-pattern ceilings (ceiling.c) of shape R, K, H with elements of es bytes. */
+int bench_ceilings(int64_t R, int64_t K, int64_t H, size_t es, const char *dtype, int threads, int reps, int markdown);
+
+#endif /* MOEFR_BENCH_BENCH_H_ */

@@ -275,15 +275,25 @@ MF_INLINE void rows_body(mf_dt dt, const int Q, const int has_b, size_t n, const
         _Pragma("GCC unroll 4") for (int i = 0; i < Q; i++) {
             __m512 gv = ld16(dt, g[i], j);
             st16(dt, out[i], j, _mm512_mul_ps(gv, vs[i]), nt);
-            __m512 xv = ld16(dt, x[i], j);
-            __m512d tlo = lo8(xv), thi = hi8(xv);
+            __m512d tlo, thi, glo, ghi;
+            if (dt == MF_F32) { /* widen straight from memory: no lane extracts */
+                const float *xf = (const float *)x[i] + j, *gf = (const float *)g[i] + j;
+                tlo = _mm512_cvtps_pd(_mm256_loadu_ps(xf)), thi = _mm512_cvtps_pd(_mm256_loadu_ps(xf + 8));
+                glo = _mm512_cvtps_pd(_mm256_loadu_ps(gf)), ghi = _mm512_cvtps_pd(_mm256_loadu_ps(gf + 8));
+            } else if (dt == MF_BF16) {
+                tlo = bf16x8_pd(x[i], j), thi = bf16x8_pd(x[i], j + 8);
+                glo = bf16x8_pd(g[i], j), ghi = bf16x8_pd(g[i], j + 8);
+            } else {
+                __m512 xv = ld16(dt, x[i], j);
+                tlo = lo8(xv), thi = hi8(xv), glo = lo8(gv), ghi = hi8(gv);
+            }
             if (has_b) {
                 __m512 bv = ld16(dt, b[i], j);
                 tlo = _mm512_add_pd(tlo, lo8(bv));
                 thi = _mm512_add_pd(thi, hi8(bv));
             }
-            a[i] = madd(a[i], tlo, lo8(gv), !has_b);
-            a[i] = madd(a[i], thi, hi8(gv), !has_b);
+            a[i] = madd(a[i], tlo, glo, !has_b);
+            a[i] = madd(a[i], thi, ghi, !has_b);
         }
     }
     for (int i = 0; i < Q; i++) _mm512_storeu_pd(acc[i], a[i]);

@@ -146,10 +146,27 @@ static void grad_invert(void *vctx, int64_t i0, int64_t i1) {
     }
 }
 
-/* Whether row d of gradExpandedX is named by a kept entry (then inv[d] is set). */
+/* Whether row d of gradExpandedX is named by a kept entry (then inv[d] is
+ * set). In mode 0 the index is a permutation of [0, N), so every row is. */
 static inline bool named_row(const grad_ctx *c, int64_t d) {
-    return d < c->p->bits && mf_bit(c->seen, d) && d < c->p->D0;
+    return c->p->mode == 0 || (d < c->p->bits && mf_bit(c->seen, d));
 }
+
+/* i / K for 0 <= i < 2^32 without a divide: with M = floor((2^64 - 1) / K) + 1,
+ * floor(i * M / 2^64) = floor(i / K) for every 32-bit i and 2 <= K < 2^32
+ * (Lemire et al., "Faster remainder by direct computation", 2019); K = 1
+ * would make M wrap to 0, so it is its own case. */
+#ifdef __SIZEOF_INT128__
+__extension__ typedef unsigned __int128 mf_u128;
+static inline uint64_t div_magic(int64_t K) { return K > 1 ? UINT64_MAX / (uint64_t)K + 1 : 0; }
+static inline int64_t div_by(int64_t i, uint64_t M, int64_t K) {
+    if (K == 1) return i;
+    return (int64_t)(((mf_u128)(uint64_t)i * M) >> 64);
+}
+#else
+static inline uint64_t div_magic(int64_t K) { return (uint64_t)K; }
+static inline int64_t div_by(int64_t i, uint64_t M, int64_t K) { (void)M; return i / K; }
+#endif
 
 /* gradExpandedX rows [d0, d1), their gradScales entries, +0.0 for rows nobody
  * names. Named rows go to the kernel MF_ROWS at a time. */
@@ -163,11 +180,12 @@ static void grad_rows(void *vctx, int64_t d0, int64_t d1) {
     double acc[MF_ROWS][8];
     int64_t at[MF_ROWS];
     int q = 0;
+    const uint64_t M = div_magic(K);
     for (int64_t d = d0; d < d1; d++) {
         /* the gradY row, scale and gradScales entry of a row further on */
         const int64_t ahead = d + MF_BY_ROW_PREFETCH;
         if (ahead < d1 && named_row(c, ahead)) {
-            const int64_t ia = c->inv[ahead], ra = ia / K;
+            const int64_t ia = c->inv[ahead], ra = div_by(ia, M, K);
             const char *gr = mf_row(&c->gy, ra);
             for (int64_t o = 0; o < row_bytes; o += 64) __builtin_prefetch(gr + o, 0, 3);
             if (p->has_scales) {
@@ -181,7 +199,7 @@ static void grad_rows(void *vctx, int64_t d0, int64_t d1) {
             memset(o, 0, (size_t)row_bytes);
             continue;
         }
-        const int64_t i = c->inv[d], r = i / K, k = i - r * K;
+        const int64_t i = c->inv[d], r = div_by(i, M, K), k = i - r * K;
         if (!p->has_scales) {
             c->uk->copy(o, mf_row(&c->gy, r), (size_t)row_bytes, c->nt);
             continue;

@@ -271,6 +271,38 @@ MF_INLINE void rows_body(mf_dt dt, const int Q, const int has_b, size_t n, const
     __m512 vs[4];
     for (int i = 0; i < Q; i++) a[i] = _mm512_loadu_pd(acc[i]), vs[i] = _mm512_set1_ps(s[i]);
     size_t j = 0;
+#ifdef MF_AVX512_BF16
+    if (dt == MF_BF16) {
+        /* 32 elements a step, as multi_body: one VCVTNE2PS2BF16 per 32
+         * outputs when a per-row bound proves every product normal, and a
+         * whole cache line per streaming store */
+        for (int i = 0; i < Q; i++)
+            if ((uintptr_t)out[i] & 63) nt = 0;
+        __m512 bound[4];
+        for (int i = 0; i < Q; i++) bound[i] = _mm512_set1_ps(normal_bound(&s[i], 1));
+        for (; j + 32 <= n; j += 32) {
+            _Pragma("GCC unroll 4") for (int i = 0; i < Q; i++) {
+                __m512 g0 = ld16(dt, g[i], j), g1 = ld16(dt, g[i], j + 16);
+                int normal = !(_mm512_cmp_ps_mask(_mm512_abs_ps(g0), bound[i], _CMP_LT_OQ) |
+                               _mm512_cmp_ps_mask(_mm512_abs_ps(g1), bound[i], _CMP_LT_OQ));
+                __m512i h = out32(dt, _mm512_mul_ps(g0, vs[i]), _mm512_mul_ps(g1, vs[i]), normal);
+                uint16_t *q = (uint16_t *)out[i] + j;
+                if (nt) _mm512_stream_si512((void *)q, h);
+                else _mm512_storeu_si512(q, h);
+                __m512d t0 = bf16x8_pd(x[i], j), t1 = bf16x8_pd(x[i], j + 8);
+                __m512d t2 = bf16x8_pd(x[i], j + 16), t3 = bf16x8_pd(x[i], j + 24);
+                if (has_b) {
+                    t0 = _mm512_add_pd(t0, bf16x8_pd(b[i], j)), t1 = _mm512_add_pd(t1, bf16x8_pd(b[i], j + 8));
+                    t2 = _mm512_add_pd(t2, bf16x8_pd(b[i], j + 16)), t3 = _mm512_add_pd(t3, bf16x8_pd(b[i], j + 24));
+                }
+                a[i] = madd(a[i], t0, lo8(g0), !has_b);
+                a[i] = madd(a[i], t1, hi8(g0), !has_b);
+                a[i] = madd(a[i], t2, lo8(g1), !has_b);
+                a[i] = madd(a[i], t3, hi8(g1), !has_b);
+            }
+        }
+    }
+#endif
     for (; j + 16 <= n; j += 16) {
         _Pragma("GCC unroll 4") for (int i = 0; i < Q; i++) {
             __m512 gv = ld16(dt, g[i], j);

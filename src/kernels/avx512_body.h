@@ -114,6 +114,30 @@ MF_INLINE __m512d hi8(__m512 v) {
     return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
 }
 
+/* 16-bit elements j..j+7 of p (bf16 or fp16) widened exactly to fp64. */
+MF_INLINE __m512d wide8(mf_dt dt, const void *p, size_t j) {
+    if (dt == MF_BF16) return bf16x8_pd(p, j);
+    return _mm512_cvtps_pd(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + j))));
+}
+
+/* One slot's 32 16-bit elements at j, for the multi-slot and row kernels:
+ * round(g * s) to out (streamed when nt) and the terms (x + b) * g added to
+ * a in lane order. g0, g1 hold g's elements j..j+31 as fp32, gd the same as
+ * four fp64 vectors; normal as for out32. */
+MF_INLINE __m512d slot32(mf_dt dt, __m512d a, __m512 g0, __m512 g1, const __m512d gd[4], __m512 vs, int normal,
+                         void *out, const void *x, const void *b, size_t j, int nt, const int has_b) {
+    __m512i h = out32(dt, _mm512_mul_ps(g0, vs), _mm512_mul_ps(g1, vs), normal);
+    uint16_t *q = (uint16_t *)out + j;
+    if (nt) _mm512_stream_si512((void *)q, h);
+    else _mm512_storeu_si512(q, h);
+    _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) {
+        __m512d t = wide8(dt, x, j + 8 * (size_t)v);
+        if (has_b) t = _mm512_add_pd(t, wide8(dt, b, j + 8 * (size_t)v));
+        a = madd(a, t, gd[v], !has_b);
+    }
+    return a;
+}
+
 /* The 8 canonical partial sums are the 8 lanes of one vector; each group of
  * 16 elements adds its first 8 then its last 8, keeping increasing j per lane. */
 MF_INLINE void sd_body(mf_dt dt, const void *g, float s, void *out, const void *x, const void *b, size_t n,
@@ -177,7 +201,7 @@ MF_INLINE void multi_body(mf_dt dt, const int Q, const int has_b, const void *g,
 #endif
         for (; j + 32 <= n; j += 32) {
             __m512 g0 = ld16(dt, g, j), g1 = ld16(dt, g, j + 16);
-            __m512d g0lo = lo8(g0), g0hi = hi8(g0), g1lo = lo8(g1), g1hi = hi8(g1);
+            const __m512d gd[4] = {lo8(g0), hi8(g0), lo8(g1), hi8(g1)};
             int normal = 0;
 #ifdef MF_AVX512_BF16
             if (dt == MF_BF16)
@@ -186,29 +210,7 @@ MF_INLINE void multi_body(mf_dt dt, const int Q, const int has_b, const void *g,
 #endif
             /* unrolled, so a[] and vs[] stay in registers rather than on the stack */
             _Pragma("GCC unroll 8") for (int i = 0; i < Q; i++) {
-                __m512i h = out32(dt, _mm512_mul_ps(g0, vs[i]), _mm512_mul_ps(g1, vs[i]), normal);
-                uint16_t *q = (uint16_t *)out[i] + j;
-                if (nt) _mm512_stream_si512((void *)q, h);
-                else _mm512_storeu_si512(q, h);
-                __m512d t0, t1, t2, t3;
-                if (dt == MF_BF16) {
-                    t0 = bf16x8_pd(x[i], j), t1 = bf16x8_pd(x[i], j + 8);
-                    t2 = bf16x8_pd(x[i], j + 16), t3 = bf16x8_pd(x[i], j + 24);
-                } else {
-                    __m512 x0 = ld16(dt, x[i], j), x1 = ld16(dt, x[i], j + 16);
-                    t0 = lo8(x0), t1 = hi8(x0), t2 = lo8(x1), t3 = hi8(x1);
-                }
-                if (has_b) {
-                    __m512 b0 = ld16(dt, b[i], j), b1 = ld16(dt, b[i], j + 16);
-                    t0 = _mm512_add_pd(t0, lo8(b0));
-                    t1 = _mm512_add_pd(t1, hi8(b0));
-                    t2 = _mm512_add_pd(t2, lo8(b1));
-                    t3 = _mm512_add_pd(t3, hi8(b1));
-                }
-                a[i] = madd(a[i], t0, g0lo, !has_b);
-                a[i] = madd(a[i], t1, g0hi, !has_b);
-                a[i] = madd(a[i], t2, g1lo, !has_b);
-                a[i] = madd(a[i], t3, g1hi, !has_b);
+                a[i] = slot32(dt, a[i], g0, g1, gd, vs[i], normal, out[i], x[i], has_b ? b[i] : NULL, j, nt, has_b);
             }
         }
     }
@@ -285,20 +287,9 @@ MF_INLINE void rows_body(mf_dt dt, const int Q, const int has_b, size_t n, const
                 __m512 g0 = ld16(dt, g[i], j), g1 = ld16(dt, g[i], j + 16);
                 int normal = !(_mm512_cmp_ps_mask(_mm512_abs_ps(g0), bound[i], _CMP_LT_OQ) |
                                _mm512_cmp_ps_mask(_mm512_abs_ps(g1), bound[i], _CMP_LT_OQ));
-                __m512i h = out32(dt, _mm512_mul_ps(g0, vs[i]), _mm512_mul_ps(g1, vs[i]), normal);
-                uint16_t *q = (uint16_t *)out[i] + j;
-                if (nt) _mm512_stream_si512((void *)q, h);
-                else _mm512_storeu_si512(q, h);
-                __m512d t0 = bf16x8_pd(x[i], j), t1 = bf16x8_pd(x[i], j + 8);
-                __m512d t2 = bf16x8_pd(x[i], j + 16), t3 = bf16x8_pd(x[i], j + 24);
-                if (has_b) {
-                    t0 = _mm512_add_pd(t0, bf16x8_pd(b[i], j)), t1 = _mm512_add_pd(t1, bf16x8_pd(b[i], j + 8));
-                    t2 = _mm512_add_pd(t2, bf16x8_pd(b[i], j + 16)), t3 = _mm512_add_pd(t3, bf16x8_pd(b[i], j + 24));
-                }
-                a[i] = madd(a[i], t0, lo8(g0), !has_b);
-                a[i] = madd(a[i], t1, hi8(g0), !has_b);
-                a[i] = madd(a[i], t2, lo8(g1), !has_b);
-                a[i] = madd(a[i], t3, hi8(g1), !has_b);
+                const __m512d gd[4] = {bf16x8_pd(g[i], j), bf16x8_pd(g[i], j + 8), bf16x8_pd(g[i], j + 16),
+                                       bf16x8_pd(g[i], j + 24)};
+                a[i] = slot32(dt, a[i], g0, g1, gd, vs[i], normal, out[i], x[i], has_b ? b[i] : NULL, j, nt, has_b);
             }
         }
     }

@@ -120,6 +120,19 @@ MF_INLINE __m512d wide8(mf_dt dt, const void *p, size_t j) {
     return _mm512_cvtps_pd(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + j))));
 }
 
+/* The dot terms of 16 elements at j: (t + b) * g added to a in lane order,
+ * t and g already widened to fp64 (lo: elements 0-7, hi: 8-15). */
+MF_INLINE __m512d dot16(mf_dt dt, __m512d a, __m512d tlo, __m512d thi, __m512d glo, __m512d ghi, const void *b,
+                        size_t j, const int has_b) {
+    if (has_b) {
+        __m512 bv = ld16(dt, b, j);
+        tlo = _mm512_add_pd(tlo, lo8(bv));
+        thi = _mm512_add_pd(thi, hi8(bv));
+    }
+    a = madd(a, tlo, glo, !has_b);
+    return madd(a, thi, ghi, !has_b);
+}
+
 /* One slot's 32 16-bit elements at j, for the multi-slot and row kernels:
  * round(g * s) to out (streamed when nt) and the terms (x + b) * g added to
  * a in lane order. g0, g1 hold g's elements j..j+31 as fp32, gd the same as
@@ -220,14 +233,7 @@ MF_INLINE void multi_body(mf_dt dt, const int Q, const int has_b, const void *g,
         for (int i = 0; i < Q; i++) {
             st16(dt, out[i], j, _mm512_mul_ps(gv, vs[i]), nt);
             __m512 xv = ld16(dt, x[i], j);
-            __m512d tlo = lo8(xv), thi = hi8(xv);
-            if (has_b) {
-                __m512 bv = ld16(dt, b[i], j);
-                tlo = _mm512_add_pd(tlo, lo8(bv));
-                thi = _mm512_add_pd(thi, hi8(bv));
-            }
-            a[i] = madd(a[i], tlo, glo, !has_b);
-            a[i] = madd(a[i], thi, ghi, !has_b);
+            a[i] = dot16(dt, a[i], lo8(xv), hi8(xv), glo, ghi, has_b ? b[i] : NULL, j, has_b);
         }
     }
     for (int i = 0; i < Q; i++) _mm512_storeu_pd(acc[i], a[i]);
@@ -310,13 +316,7 @@ MF_INLINE void rows_body(mf_dt dt, const int Q, const int has_b, size_t n, const
                 __m512 xv = ld16(dt, x[i], j);
                 tlo = lo8(xv), thi = hi8(xv), glo = lo8(gv), ghi = hi8(gv);
             }
-            if (has_b) {
-                __m512 bv = ld16(dt, b[i], j);
-                tlo = _mm512_add_pd(tlo, lo8(bv));
-                thi = _mm512_add_pd(thi, hi8(bv));
-            }
-            a[i] = madd(a[i], tlo, glo, !has_b);
-            a[i] = madd(a[i], thi, ghi, !has_b);
+            a[i] = dot16(dt, a[i], tlo, thi, glo, ghi, has_b ? b[i] : NULL, j, has_b);
         }
     }
     for (int i = 0; i < Q; i++) _mm512_storeu_pd(acc[i], a[i]);

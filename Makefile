@@ -91,6 +91,8 @@ test-valgrind: test-deps build example
 	@for t in "$(EXAMPLE_BUILD)/opapi_test" "$(BUILD)/tests/test_hostile" "$(BUILD)/tests/test_executor" \
 	          "$(BUILD)/tests/test_concurrency"; do \
 	  echo "valgrind: $$t"; MOEFR_TEST_ITER=4 $(VALGRIND) $$t >/dev/null || exit 1; done
+	@echo "valgrind: $(BUILD)/tests/test_determinism (MOEFR_GRAD_ORDER=row)"; \
+	  MOEFR_TEST_ITER=4 MOEFR_GRAD_ORDER=row $(VALGRIND) $(BUILD)/tests/test_determinism >/dev/null
 
 fuzz:
 	@scripts/deps.sh $(BUILD_DEPS) clang libclang-rt-14-dev

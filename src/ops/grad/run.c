@@ -131,8 +131,9 @@ static void grad_tokens(void *vctx, int64_t r0, int64_t r1) {
  * Token order writes K random rows per token; with rows this narrow those
  * scattered writes, not the bytes, set the pace. Walking gradExpandedX in
  * row order instead writes it (and reads expandedX) sequentially and gathers
- * gradY rows, which are fewer and often cached. Every value is computed by
- * the same kernel call as in token order, so the bits are the same. */
+ * gradY rows. Every value comes from the same arithmetic as in token order
+ * (scale_dot_rows promises scale_dot's bits, as scale_dot_multi does), so
+ * the bits are the same. */
 
 /* Rows of gradY gathered this many output rows ahead. */
 #define MF_BY_ROW_PREFETCH 8

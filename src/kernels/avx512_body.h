@@ -309,12 +309,9 @@ MF_INLINE void rows_body(mf_dt dt, const int Q, const int has_b, size_t n, const
                 const float *xf = (const float *)x[i] + j, *gf = (const float *)g[i] + j;
                 tlo = _mm512_cvtps_pd(_mm256_loadu_ps(xf)), thi = _mm512_cvtps_pd(_mm256_loadu_ps(xf + 8));
                 glo = _mm512_cvtps_pd(_mm256_loadu_ps(gf)), ghi = _mm512_cvtps_pd(_mm256_loadu_ps(gf + 8));
-            } else if (dt == MF_BF16) {
-                tlo = bf16x8_pd(x[i], j), thi = bf16x8_pd(x[i], j + 8);
-                glo = bf16x8_pd(g[i], j), ghi = bf16x8_pd(g[i], j + 8);
             } else {
-                __m512 xv = ld16(dt, x[i], j);
-                tlo = lo8(xv), thi = hi8(xv), glo = lo8(gv), ghi = hi8(gv);
+                tlo = wide8(dt, x[i], j), thi = wide8(dt, x[i], j + 8);
+                glo = wide8(dt, g[i], j), ghi = wide8(dt, g[i], j + 8);
             }
             a[i] = dot16(dt, a[i], tlo, thi, glo, ghi, has_b ? b[i] : NULL, j, has_b);
         }

@@ -169,30 +169,46 @@ static inline uint64_t div_magic(int64_t K) { return (uint64_t)K; }
 static inline int64_t div_by(int64_t i, uint64_t M, int64_t K) { (void)M; return i / K; }
 #endif
 
+/* Up to MF_ROWS named rows waiting for one scale_dot_rows call. */
+typedef struct row_batch {
+    const void *g[MF_ROWS], *x[MF_ROWS], *b[MF_ROWS];
+    void *out[MF_ROWS];
+    float s[MF_ROWS];
+    double acc[MF_ROWS][8];
+    int64_t at[MF_ROWS]; /* their gradScales entries */
+    int q;
+} row_batch;
+
+static void flush_rows(const grad_ctx *c, row_batch *t) {
+    const grad_plan *p = c->p;
+    const int64_t gs_es = (int64_t)mf_dtype_size(p->gs_dtype);
+    if (t->q == 0) return;
+    c->uk->scale_dot_rows[p->dt]((size_t)p->H, t->q, t->g, t->s, t->out, t->x, p->has_bias ? t->b : NULL, t->acc,
+                                 c->nt);
+    for (int m = 0; m < t->q; m++) mf_store_f64(p->gs + t->at[m] * gs_es, p->gs_dtype, mf_reduce8(t->acc[m]));
+    t->q = 0;
+}
+
 /* gradExpandedX rows [d0, d1), their gradScales entries, +0.0 for rows nobody
  * names. Named rows go to the kernel MF_ROWS at a time. */
 static void grad_rows(void *vctx, int64_t d0, int64_t d1) {
     const grad_ctx *c = vctx;
     const grad_plan *p = c->p;
     const int64_t K = p->K, row_bytes = p->H * (int64_t)p->es, gs_es = (int64_t)mf_dtype_size(p->gs_dtype);
-    const void *g[MF_ROWS], *x[MF_ROWS], *b[MF_ROWS];
-    void *out[MF_ROWS];
-    float s[MF_ROWS];
-    double acc[MF_ROWS][8];
-    int64_t at[MF_ROWS];
-    int q = 0;
+    row_batch t;
+    t.q = 0;
     const uint64_t M = div_magic(K);
     for (int64_t d = d0; d < d1; d++) {
         /* the gradY row, scale and gradScales entry of a row further on */
         const int64_t ahead = d + MF_BY_ROW_PREFETCH;
         if (ahead < d1 && named_row(c, ahead)) {
-            const int64_t ia = c->inv[ahead], ra = div_by(ia, M, K);
+            const int64_t ia = c->inv[ahead], ra = div_by(ia, M, K), ka = ia - ra * K;
             const char *gr = mf_row(&c->gy, ra);
             for (int64_t o = 0; o < row_bytes; o += 64) __builtin_prefetch(gr + o, 0, 3);
             if (p->has_scales) {
-                __builtin_prefetch(mf_small_at(&p->scales, ra, ia - ra * K), 0, 3);
+                __builtin_prefetch(mf_small_at(&p->scales, ra, ka), 0, 3);
                 __builtin_prefetch(p->gs + ia * gs_es, 1, 3);
-                if (p->has_bias) __builtin_prefetch(mf_small_at(&p->eidx, ra, ia - ra * K), 0, 3);
+                if (p->has_bias) __builtin_prefetch(mf_small_at(&p->eidx, ra, ka), 0, 3);
             }
         }
         char *o = p->gx + d * row_bytes;
@@ -205,23 +221,17 @@ static void grad_rows(void *vctx, int64_t d0, int64_t d1) {
             c->uk->copy(o, mf_row(&c->gy, r), (size_t)row_bytes, c->nt);
             continue;
         }
-        g[q] = mf_row(&c->gy, r);
-        x[q] = mf_row(&c->x, d);
-        b[q] = p->has_bias ? mf_row(&c->bias, mf_small_i32(&p->eidx, r, k)) : NULL;
-        out[q] = o;
-        s[q] = mf_small_f32(&p->scales, r, k);
-        memset(acc[q], 0, sizeof acc[q]);
-        at[q] = i;
-        if (++q == MF_ROWS || d + 1 == d1) {
-            c->uk->scale_dot_rows[p->dt]((size_t)p->H, q, g, s, out, x, p->has_bias ? b : NULL, acc, c->nt);
-            for (int m = 0; m < q; m++) mf_store_f64(p->gs + at[m] * gs_es, p->gs_dtype, mf_reduce8(acc[m]));
-            q = 0;
-        }
+        const int q = t.q++;
+        t.g[q] = mf_row(&c->gy, r);
+        t.x[q] = mf_row(&c->x, d);
+        t.b[q] = p->has_bias ? mf_row(&c->bias, mf_small_i32(&p->eidx, r, k)) : NULL;
+        t.out[q] = o;
+        t.s[q] = mf_small_f32(&p->scales, r, k);
+        memset(t.acc[q], 0, sizeof t.acc[q]);
+        t.at[q] = i;
+        if (t.q == MF_ROWS) flush_rows(c, &t);
     }
-    if (q > 0) {
-        c->uk->scale_dot_rows[p->dt]((size_t)p->H, q, g, s, out, x, p->has_bias ? b : NULL, acc, c->nt);
-        for (int m = 0; m < q; m++) mf_store_f64(p->gs + at[m] * gs_es, p->gs_dtype, mf_reduce8(acc[m]));
-    }
+    flush_rows(c, &t);
     if (c->nt) c->uk->fence();
 }
 
@@ -246,7 +256,7 @@ static void grad_zero_rows(void *vctx, int64_t d0, int64_t d1) {
     const grad_ctx *c = vctx;
     const size_t row_bytes = (size_t)c->p->H * c->p->es;
     for (int64_t d = d0; d < d1; d++)
-        if (d >= c->p->bits || !mf_bit(c->seen, d)) memset(c->p->gx + d * (int64_t)row_bytes, 0, row_bytes);
+        if (!named_row(c, d)) memset(c->p->gx + d * (int64_t)row_bytes, 0, row_bytes);
 }
 
 aclnnStatus mf_grad_run(const void *vplan, void *workspace) {

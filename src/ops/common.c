@@ -44,33 +44,12 @@ mf_small mf_small_of(const aclTensor *t) {
     return v;
 }
 
-float mf_small_f32(const mf_small *v, int64_t i, int64_t k) {
-    const char *p = v->data + i * v->s0 + k * v->s1;
-    uint16_t h;
-    float f;
-    switch (v->dtype) {
-    case ACL_FLOAT: memcpy(&f, p, 4); return f;
-    case ACL_FLOAT16: memcpy(&h, p, 2); return mf_f16_to_f32(h);
-    default: memcpy(&h, p, 2); return mf_bf16_to_f32(h);
-    }
-}
-
 mf_dt mf_dt_of(int dtype) {
     switch (dtype) {
     case ACL_FLOAT: return MF_F32;
     case ACL_FLOAT16: return MF_F16;
     case ACL_BF16: return MF_BF16;
     default: return MF_NUM_DT;
-    }
-}
-
-void mf_store_f64(void *p, int dtype, double v) {
-    uint16_t h;
-    float f;
-    switch (dtype) {
-    case ACL_FLOAT: f = mf_f64_to_f32(v); memcpy(p, &f, 4); break;
-    case ACL_FLOAT16: h = mf_f64_to_f16(v); memcpy(p, &h, 2); break;
-    default: h = mf_f64_to_bf16(v); memcpy(p, &h, 2); break;
     }
 }
 

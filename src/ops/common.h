@@ -49,7 +49,18 @@ static inline int32_t mf_small_i32(const mf_small *v, int64_t i, int64_t k) {
     memcpy(&x, v->data + i * v->s0 + k * v->s1, 4);
     return x;
 }
-float mf_small_f32(const mf_small *v, int64_t i, int64_t k);
+/* Element (i, k) of a small float input, widened exactly to fp32. Inline:
+ * the row loops call it once per row. */
+static inline float mf_small_f32(const mf_small *v, int64_t i, int64_t k) {
+    const char *p = v->data + i * v->s0 + k * v->s1;
+    uint16_t h;
+    float f;
+    switch (v->dtype) {
+    case ACL_FLOAT: memcpy(&f, p, 4); return f;
+    case ACL_FLOAT16: memcpy(&h, p, 2); return mf_f16_to_f32(h);
+    default: memcpy(&h, p, 2); return mf_bf16_to_f32(h);
+    }
+}
 
 /* Output bytes above which stores go around the caches (streaming): the
  * L3 size, capped at 32 MiB; nobody reads such outputs soon enough. */
@@ -58,7 +69,15 @@ int64_t mf_nt_threshold(void);
 /* Table index of a floating dtype, MF_NUM_DT for others. */
 mf_dt mf_dt_of(int dtype);
 /* Stores v, rounded once to dtype (fp32/fp16/bf16), at p. */
-void mf_store_f64(void *p, int dtype, double v);
+static inline void mf_store_f64(void *p, int dtype, double v) {
+    uint16_t h;
+    float f;
+    switch (dtype) {
+    case ACL_FLOAT: f = mf_f64_to_f32(v); memcpy(p, &f, 4); break;
+    case ACL_FLOAT16: h = mf_f64_to_f16(v); memcpy(p, &h, 2); break;
+    default: h = mf_f64_to_bf16(v); memcpy(p, &h, 2); break;
+    }
+}
 
 /* Phase-1 helpers: each returns ACLNN_SUCCESS or sets the message and returns
  * the status. `name` is the parameter name as the CANN header spells it. */

@@ -293,8 +293,9 @@ MF_INLINE void rows_body(mf_dt dt, const int Q, const int has_b, size_t n, const
                 __m512 g0 = ld16(dt, g[i], j), g1 = ld16(dt, g[i], j + 16);
                 int normal = !(_mm512_cmp_ps_mask(_mm512_abs_ps(g0), bound[i], _CMP_LT_OQ) |
                                _mm512_cmp_ps_mask(_mm512_abs_ps(g1), bound[i], _CMP_LT_OQ));
-                const __m512d gd[4] = {bf16x8_pd(g[i], j), bf16x8_pd(g[i], j + 8), bf16x8_pd(g[i], j + 16),
-                                       bf16x8_pd(g[i], j + 24)};
+                /* g widened from the fp32 values at hand, not reloaded: the
+                 * row kernel uses each g once, so this saves the permutes */
+                const __m512d gd[4] = {lo8(g0), hi8(g0), lo8(g1), hi8(g1)};
                 a[i] = slot32(dt, a[i], g0, g1, gd, vs[i], normal, out[i], x[i], has_b ? b[i] : NULL, j, nt, has_b);
             }
         }

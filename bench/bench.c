@@ -6,10 +6,11 @@
  * It uses only the public API (CANN headers + moefr/moefr.h) and returns 0 on
  * success, 1 when a result was wrong (e.g. PyTorch's gradExpandedX differs),
  * 2 on a usage error. Options (see --help): --quick, --reps N, --shape
- * R,K,H,dtype (repeatable; replaces the default table), --no-torch,
- * --no-threads, --markdown. The 1-thread column is measured in a fork()ed child
- * with MOEFR_NUM_THREADS=1, so call this before anything else in the process
- * has run an operator (the pool reads MOEFR_NUM_THREADS once).
+ * R,K,H,dtype (repeatable; replaces the default table), --forward, --ceilings,
+ * --arith, --no-torch, --no-threads, --markdown. The 1-thread column and the
+ * arithmetic-alone rows are measured in fork()ed children that set
+ * MOEFR_NUM_THREADS=1 (and MOEFR_GRAD_ORDER=row), so call this before anything
+ * else in the process has run an operator (the library reads both once).
  * PyTorch: runs bench/torch_ref.py (MOEFR_BENCH_TORCH overrides the path) with
  * /usr/bin/python3; it loads the same libmoefr via ctypes (MOEFR_LIBRARY
  * overrides the path found with dladdr). */
@@ -349,8 +350,11 @@ static double tiny_us(int with_scales) {
     return best;
 }
 
-/* ---- 1-thread runs in a child that sets MOEFR_NUM_THREADS before the pool exists ---- */
-static int one_thread_ms(const int64_t (*shapes)[4], int n, double *ms_out) {
+/* ---- runs in a child that sets the environment before the library reads it ----
+ * arith = 0: each shape on 1 thread (ms). arith = 1: the row-order loop's
+ * arithmetic alone (ns per gradExpandedX row): 1 thread, row order forced, and
+ * only as many tokens as keep the problem's rows in L2 (768 KiB), best of 5x. */
+static int child_runs(const int64_t (*shapes)[4], int n, double *out, int arith) {
     int fd[2];
     if (pipe(fd) != 0) return -1;
     fflush(stdout);
@@ -359,26 +363,73 @@ static int one_thread_ms(const int64_t (*shapes)[4], int n, double *ms_out) {
     if (pid == 0) {
         close(fd[0]);
         setenv("MOEFR_NUM_THREADS", "1", 1);
+        if (arith) setenv("MOEFR_GRAD_ORDER", "row", 1);
         for (int i = 0; i < n; i++) {
-            prob p;
-            result r = {0};
-            double ms = -1;
-            if (prob_make(&p, shapes[i][0], shapes[i][1], shapes[i][2], (aclDataType)shapes[i][3]) == 0 &&
-                measure(&p, &r, 0) == 0)
-                ms = r.ms;
-            prob_free(&p);
-            if (write(fd[1], &ms, sizeof ms) != (ssize_t)sizeof ms) _exit(1);
+            const int64_t K = shapes[i][1], H = shapes[i][2], es = (int64_t)esz((aclDataType)shapes[i][3]);
+            int64_t R = shapes[i][0];
+            if (arith) R = (768 << 10) / ((1 + 2 * K) * H * es), R = R < 1 ? 1 : R;
+            double v = -1;
+            for (int rep = 0; rep < (arith ? 5 : 1); rep++) {
+                prob p;
+                result r = {0};
+                if (prob_make(&p, R, K, H, (aclDataType)shapes[i][3]) == 0 && measure(&p, &r, 0) == 0) {
+                    double x = arith ? r.ms * 1e6 / (double)(R * K) : r.ms;
+                    v = v < 0 || x < v ? x : v;
+                }
+                prob_free(&p);
+            }
+            if (write(fd[1], &v, sizeof v) != (ssize_t)sizeof v) _exit(1);
         }
         _exit(0);
     }
     close(fd[1]);
     int ok = 0;
     for (int i = 0; i < n; i++)
-        if (read(fd[0], &ms_out[i], sizeof ms_out[i]) != (ssize_t)sizeof ms_out[i]) ms_out[i] = -1;
-        else ok++;
+        if (read(fd[0], &out[i], sizeof out[i]) != (ssize_t)sizeof out[i]) out[i] = -1;
+        else ok += out[i] >= 0;
     close(fd[0]);
     waitpid(pid, NULL, 0);
     return ok == n ? 0 : -1;
+}
+
+/* Prints, for each shape, the arithmetic's ns per row and the ratio to copy
+ * the operator would reach on `threads` threads if memory cost nothing: a
+ * bound from the arithmetic side, as the pattern ceilings are from memory's. */
+static int arith_report(const int64_t (*shapes)[4], int n, const double *ns, int threads) {
+    int fails = 0;
+    printf("\narithmetic alone: the row-order loop with its rows in L2 (one thread, %lld KiB problem), and the\n"
+           "ratio the operator would reach on %d threads if memory cost nothing (copy ms / (rows * ns / threads))\n",
+           768LL, threads);
+    if (g_markdown) printf("| shape R,K,H | dtype | ns per row | ms on %d threads | copy ms | ratio bound |\n"
+                           "|---|---|---|---|---|---|\n", threads);
+    for (int i = 0; i < n; i++) {
+        const int64_t R = shapes[i][0], K = shapes[i][1], H = shapes[i][2];
+        const aclDataType dt = (aclDataType)shapes[i][3];
+        const size_t half = (size_t)((R * H + 2 * R * K * H) * (int64_t)esz(dt) / 2);
+        char *src = dev_alloc(half + 64), *dst = dev_alloc(half + 64);
+        if (ns[i] < 0 || !src || !dst) {
+            printf("  %lld,%lld,%lld %s: not measured\n", (long long)R, (long long)K, (long long)H, dname(dt));
+            dev_free(src), dev_free(dst);
+            fails++;
+            continue;
+        }
+        memset(src, 1, half), memset(dst, 2, half);
+        double c = bench_copy_once(dst, src, half, threads);
+        for (int r = 0; r < g_reps; r++) {
+            double t = bench_copy_once(dst, src, half, threads);
+            c = t < c ? t : c;
+        }
+        dev_free(src), dev_free(dst);
+        const double ms = ns[i] * (double)(R * K) / threads * 1e-6;
+        if (g_markdown)
+            printf("| %lld,%lld,%lld | %s | %.1f | %.2f | %.2f | %.2f |\n", (long long)R, (long long)K, (long long)H,
+                   dname(dt), ns[i], ms, c * 1e3, c * 1e3 / ms);
+        else
+            printf("  %lld,%lld,%lld %-5s %6.1f ns/row  %8.2f ms on %d threads  copy %7.2f ms  ratio bound %.2f\n",
+                   (long long)R, (long long)K, (long long)H, dname(dt), ns[i], ms, threads, c * 1e3, c * 1e3 / ms);
+    }
+    fflush(stdout);
+    return fails;
 }
 
 /* ---- PyTorch ---- */
@@ -434,14 +485,16 @@ static int torch_compare(int64_t R, int64_t K, int64_t H, aclDataType dt, double
 
 static void usage(FILE *f, const char *prog) {
     fprintf(f,
-            "usage: %s [--quick] [--reps N] [--shape R,K,H,dtype]... [--forward] [--ceilings] [--no-torch] [--no-threads]\n"
-            "          [--markdown]\n"
+            "usage: %s [--quick] [--reps N] [--shape R,K,H,dtype]... [--forward] [--ceilings] [--arith] [--no-torch]\n"
+            "          [--no-threads] [--markdown]\n"
             "  Times aclnnMoeFinalizeRoutingV2Grad (phase 1 + phase 2, mode 0, scales, random permutation)\n"
             "  against a %s-thread memcpy of the same bytes ((R*H + 2*R*K*H) * elemsize): ms and GB/s are the\n"
             "  best of N runs, ratio the median of N (operator, copy) pairs run back to back.\n"
             "  --forward: each --shape also times aclnnMoeFinalizeRoutingV2 (a \"fwd\" row).\n"
             "  --ceilings: each --shape also times the operators' access patterns without arithmetic\n"
             "  (the full run without --shape always does, for the shapes with targets).\n"
+            "  --arith: each --shape also times the backward's row-order arithmetic alone, rows in L2\n"
+            "  (the full run always does, for the 65536,8,128 targets).\n"
             "  dtype: fp32, bf16 or fp16. Environment: MOEFR_NUM_THREADS, MOEFR_ISA.\n",
             prog, "MOEFR_NUM_THREADS");
 }
@@ -461,7 +514,7 @@ static void ceiling_head(void) {
 }
 
 int moefr_bench_main(int argc, char **argv) {
-    int quick = 0, forward = 0, torch = 1, threads_sweep = 1, nshapes = 0, ceilings = 0;
+    int quick = 0, forward = 0, torch = 1, threads_sweep = 1, nshapes = 0, ceilings = 0, arith = 0;
     int64_t shapes[32][4];
     const char *prog = argc > 0 ? argv[0] : "bench";
     for (int i = 1; i < argc; i++) {
@@ -470,6 +523,7 @@ int moefr_bench_main(int argc, char **argv) {
         else if (strcmp(argv[i], "--no-torch") == 0) torch = 0;
         else if (strcmp(argv[i], "--no-threads") == 0) threads_sweep = 0;
         else if (strcmp(argv[i], "--ceilings") == 0) ceilings = 1;
+        else if (strcmp(argv[i], "--arith") == 0) arith = 1;
         else if (strcmp(argv[i], "--markdown") == 0) g_markdown = 1;
         else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) g_reps = atoi(argv[++i]);
         else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc && nshapes < 32) {
@@ -500,8 +554,20 @@ int moefr_bench_main(int argc, char **argv) {
     for (int i = 0; i < 2; i++) ts[i][0] /= s;
     double one_ms[2] = {-1, -1};
     /* first, before this process's pool exists: the 1-thread child */
-    if (threads_sweep && nshapes == 0 && one_thread_ms((const int64_t(*)[4])ts, 2, one_ms) != 0)
+    if (threads_sweep && nshapes == 0 && child_runs((const int64_t(*)[4])ts, 2, one_ms, 0) != 0)
         fprintf(stderr, "bench: 1-thread child failed\n");
+    /* the H=128 target shapes, or the --arith shapes: arithmetic alone */
+    static const int64_t arith_default[2][4] = {{65536, 8, 128, ACL_FLOAT}, {65536, 8, 128, ACL_BF16}};
+    const int64_t(*ash)[4] = nshapes > 0 ? (const int64_t(*)[4])shapes : arith_default;
+    const int nash = nshapes > 0 ? (arith ? nshapes : 0) : 2;
+    int64_t ash_q[2][4];
+    if (nshapes == 0) { /* --quick: R / 8 as everywhere */
+        memcpy(ash_q, arith_default, sizeof ash_q);
+        for (int i = 0; i < 2; i++) ash_q[i][0] /= s;
+        ash = (const int64_t(*)[4])ash_q;
+    }
+    double arith_ns[32];
+    if (nash > 0 && child_runs(ash, nash, arith_ns, 1) != 0) fprintf(stderr, "bench: arithmetic child failed\n");
 
     printf("moefr %s, kernel path %s, %d threads, best of %d runs\n\n", moefrVersion(), moefrIsa(),
            moefrNumThreads(), g_reps);
@@ -519,6 +585,7 @@ int moefr_bench_main(int argc, char **argv) {
                 fails += bench_ceilings(shapes[i][0], shapes[i][1], shapes[i][2], esz((aclDataType)shapes[i][3]),
                                         dname((aclDataType)shapes[i][3]), moefrNumThreads(), g_reps, g_markdown);
         }
+        if (nash > 0) fails += arith_report(ash, nash, arith_ns, moefrNumThreads());
         return fails ? 1 : 0;
     }
     static const int64_t table[][4] = {
@@ -543,6 +610,7 @@ int moefr_bench_main(int argc, char **argv) {
         if (i != 2)
             fails += bench_ceilings(table[i][0] / s, table[i][1], table[i][2], esz((aclDataType)table[i][3]),
                                     dname((aclDataType)table[i][3]), moefrNumThreads(), g_reps, g_markdown);
+    fails += arith_report(ash, nash, arith_ns, moefrNumThreads());
 
     printf("\nlinearity: fp32, K=8, H=1024, R*K*H over 100x\n");
     if (g_markdown) printf("| R | R*K*H | ms | ns per R*K*H | ratio to copy |\n|---|---|---|---|---|\n");

@@ -543,11 +543,15 @@ def test_misc():
     # (bench/ceiling.c) run and print a positive ratio each; rows that are not
     # whole cache lines are skipped with a note, not timed.
     rc, so, se = run(["bench", "--shape", "64,8,256,bf16", "--shape", "33,3,96,fp32", "--shape", "5,2,7,fp16",
-                      "--ceilings", "--forward", "--no-torch", "--no-threads", "--reps", "2"])
+                      "--ceilings", "--arith", "--forward", "--no-torch", "--no-threads", "--reps", "2"])
     pats = [ln for ln in so.splitlines() if "(backward," in ln or "(forward)" in ln]
     ratios = [float(ln.split("ratio")[-1]) for ln in pats]
     if rc != 0 or len(pats) != 6 or not all(r > 0 for r in ratios) or "5,2,7 fp16: rows of 14 bytes" not in so:
         fail(f"bench --ceilings: exit {rc}, {len(pats)} pattern rows {ratios}: {so[-600:]!r} {se!r}")
+    # --arith: one row per shape, a positive time per row and a positive bound
+    ar = [ln.split() for ln in so.splitlines() if "ns/row" in ln]
+    if len(ar) != 3 or not all(float(a[2]) > 0 and float(a[-1]) > 0 for a in ar):
+        fail(f"bench --arith: {ar!r}: {so[-600:]!r}")
     # -v: timing and kernel path, either before or after the command
     d = new_case()
     gy = rand_values((3, 5), "f32")

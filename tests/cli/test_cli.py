@@ -299,10 +299,12 @@ def forward_case(dt, sdt, mode, with_scales, with_bias, nx, big=False):
         return
     check_only_files(out, ["out.npy"], label)
     # SPEC section 8 order: acc = x1 + x2, then k = 0..K-1: acc += s * (x_d + b_e), all in float64, one rounding.
+    # Absent inputs are absent terms (as the library and tests/fwd_ref.c): a dropped row adds no x_d, and the
+    # sum starts at its first present term, not at +0.0, so a lone -0.0 term stays -0.0; no term at all gives +0.0.
     x64 = widen(x, dt).reshape(D, H)
     want = np.zeros((R, H))
     for r in range(R):
-        acc = np.zeros(H)
+        acc = None
         if nx >= 1:
             acc = widen(xs[0], dt)[r].copy()
         if nx >= 2:
@@ -310,11 +312,14 @@ def forward_case(dt, sdt, mode, with_scales, with_bias, nx, big=False):
         for k in range(K):
             di = int(idx[k * R + r] if mode in (0, 1) else idx[r * K + k])
             s = widen(sc, sdt)[r, k] if with_scales else 1.0
-            term = x64[di] if di >= 0 else np.zeros(H)
+            term = x64[di] if di >= 0 else None
             if with_bias:
-                term = term + widen(bias, dt)[int(ei[r, k])]
-            acc = acc + s * term
-        want[r] = acc
+                b = widen(bias, dt)[int(ei[r, k])]
+                term = b if term is None else term + b
+            if term is None:
+                continue
+            acc = s * term if acc is None else acc + s * term
+        want[r] = np.zeros(H) if acc is None else acc
     want_bits = bitsof(to_bits(round_to(want, dt), dt))
     try:
         got = load_out(f"{out}/out.npy", NPDT[dt])

@@ -353,7 +353,8 @@ static double tiny_us(int with_scales) {
 /* ---- runs in a child that sets the environment before the library reads it ----
  * arith = 0: each shape on 1 thread (ms). arith = 1: the row-order loop's
  * arithmetic alone (ns per gradExpandedX row): 1 thread, row order forced, and
- * only as many tokens as keep the problem's rows in L2 (768 KiB), best of 5x. */
+ * only as many tokens as keep the problem's rows in L2 (ARITH_BYTES), best of 5x. */
+#define ARITH_BYTES (768 << 10)
 static int child_runs(const int64_t (*shapes)[4], int n, double *out, int arith) {
     int fd[2];
     if (pipe(fd) != 0) return -1;
@@ -367,7 +368,7 @@ static int child_runs(const int64_t (*shapes)[4], int n, double *out, int arith)
         for (int i = 0; i < n; i++) {
             const int64_t K = shapes[i][1], H = shapes[i][2], es = (int64_t)esz((aclDataType)shapes[i][3]);
             int64_t R = shapes[i][0];
-            if (arith) R = (768 << 10) / ((1 + 2 * K) * H * es), R = R < 1 ? 1 : R;
+            if (arith) R = ARITH_BYTES / ((1 + 2 * K) * H * es), R = R < 1 ? 1 : R;
             double v = -1;
             for (int rep = 0; rep < (arith ? 5 : 1); rep++) {
                 prob p;
@@ -397,9 +398,9 @@ static int child_runs(const int64_t (*shapes)[4], int n, double *out, int arith)
  * bound from the arithmetic side, as the pattern ceilings are from memory's. */
 static int arith_report(const int64_t (*shapes)[4], int n, const double *ns, int threads) {
     int fails = 0;
-    printf("\narithmetic alone: the row-order loop with its rows in L2 (one thread, %lld KiB problem), and the\n"
+    printf("\narithmetic alone: the row-order loop with its rows in L2 (one thread, %d KiB problem), and the\n"
            "ratio the operator would reach on %d threads if memory cost nothing (copy ms / (rows * ns / threads))\n",
-           768LL, threads);
+           ARITH_BYTES >> 10, threads);
     if (g_markdown) printf("| shape R,K,H | dtype | ns per row | ms on %d threads | copy ms | ratio bound |\n"
                            "|---|---|---|---|---|---|\n", threads);
     for (int i = 0; i < n; i++) {

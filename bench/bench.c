@@ -429,6 +429,17 @@ static int arith_report(const int64_t (*shapes)[4], int n, const double *ns, int
             printf("  %lld,%lld,%lld %-5s %6.1f ns/row  %8.2f ms on %d threads  copy %7.2f ms  ratio bound %.2f\n",
                    (long long)R, (long long)K, (long long)H, dname(dt), ns[i], ms, threads, c * 1e3, c * 1e3 / ms);
     }
+    printf("\noverlap: does that much arithmetic hide under the row-order pattern? Stand-in register arithmetic\n"
+           "costing the ns per row above, alone, and inside the rows pattern's loop (bench/ceiling.c);\n"
+           "hidden = (pattern + arithmetic - both) / arithmetic: 1 if it is free, 0 if the times add up\n");
+    if (g_markdown) printf("| shape R,K,H | dtype | pattern ms | arithmetic ms | sum ms | one loop ms | hidden |\n"
+                           "|---|---|---|---|---|---|---|\n");
+    for (int i = 0; i < n; i++) {
+        const aclDataType dt = (aclDataType)shapes[i][3];
+        if (ns[i] >= 0)
+            fails += bench_overlap(shapes[i][0], shapes[i][1], shapes[i][2], esz(dt), dname(dt), threads, g_reps, ns[i],
+                                   g_markdown);
+    }
     fflush(stdout);
     return fails;
 }

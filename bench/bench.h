@@ -16,4 +16,9 @@ double bench_copy_once(char *dst, const char *src, size_t n, int threads);
 /* The access-pattern ceilings (ceiling.c) of shape R, K, H with elements of es bytes. */
 int bench_ceilings(int64_t R, int64_t K, int64_t H, size_t es, const char *dtype, int threads, int reps, int markdown);
 
+/* Whether arithmetic costing ns_row per row per thread hides under the row-order
+ * pattern's traffic (ceiling.c): prints the pattern, the stand-in arithmetic and both. */
+int bench_overlap(int64_t R, int64_t K, int64_t H, size_t es, const char *dtype, int threads, int reps,
+                  double ns_row, int markdown);
+
 #endif /* MOEFR_BENCH_BENCH_H_ */

@@ -557,6 +557,10 @@ def test_misc():
     ar = [ln.split() for ln in so.splitlines() if "ns/row" in ln]
     if len(ar) != 3 or not all(float(a[2]) > 0 and float(a[-1]) > 0 for a in ar):
         fail(f"bench --arith: {ar!r}: {so[-600:]!r}")
+    # and its overlap check: one row per shape whose rows are whole cache lines, times > 0
+    ov = [ln for ln in so.splitlines() if "rows pattern" in ln and "hidden" in ln]
+    if len(ov) != 2 or not all(float(ln.split("in one loop")[1].split()[0]) > 0 for ln in ov):
+        fail(f"bench --arith overlap: {ov!r}: {so[-600:]!r}")
     # -v: timing and kernel path, either before or after the command
     d = new_case()
     gy = rand_values((3, 5), "f32")

@@ -68,7 +68,7 @@ ASAN_BUILD   ?= build-asan
 TSAN_BUILD   ?= build-tsan
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := fuzz_grad_plan fuzz_grad_exec fuzz_npy
+FUZZ_TARGETS := fuzz_grad_plan fuzz_grad_exec fuzz_fwd_exec fuzz_npy
 TSAN_TESTS   := test_concurrency test_determinism test_executor test_runtime
 VALGRIND     := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect
 .PHONY: test-asan test-tsan test-valgrind fuzz

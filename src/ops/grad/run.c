@@ -179,9 +179,8 @@ typedef struct row_batch {
     int q;
 } row_batch;
 
-static void flush_rows(const grad_ctx *c, row_batch *t) {
+static void flush_rows(const grad_ctx *c, row_batch *t, int64_t gs_es) {
     const grad_plan *p = c->p;
-    const int64_t gs_es = (int64_t)mf_dtype_size(p->gs_dtype);
     if (t->q == 0) return;
     c->uk->scale_dot_rows[p->dt]((size_t)p->H, t->q, t->g, t->s, t->out, t->x, p->has_bias ? t->b : NULL, t->acc,
                                  c->nt);
@@ -229,9 +228,9 @@ static void grad_rows(void *vctx, int64_t d0, int64_t d1) {
         t.s[q] = mf_small_f32(&p->scales, r, k);
         memset(t.acc[q], 0, sizeof t.acc[q]);
         t.at[q] = i;
-        if (t.q == MF_ROWS) flush_rows(c, &t);
+        if (t.q == MF_ROWS) flush_rows(c, &t, gs_es);
     }
-    flush_rows(c, &t);
+    flush_rows(c, &t, gs_es);
     if (c->nt) c->uk->fence();
 }
 

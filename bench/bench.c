@@ -569,15 +569,9 @@ int moefr_bench_main(int argc, char **argv) {
     if (threads_sweep && nshapes == 0 && child_runs((const int64_t(*)[4])ts, 2, one_ms, 0) != 0)
         fprintf(stderr, "bench: 1-thread child failed\n");
     /* the H=128 target shapes, or the --arith shapes: arithmetic alone */
-    static const int64_t arith_default[2][4] = {{65536, 8, 128, ACL_FLOAT}, {65536, 8, 128, ACL_BF16}};
-    const int64_t(*ash)[4] = nshapes > 0 ? (const int64_t(*)[4])shapes : arith_default;
+    int64_t arith_default[2][4] = {{65536 / s, 8, 128, ACL_FLOAT}, {65536 / s, 8, 128, ACL_BF16}};
+    const int64_t(*ash)[4] = (const int64_t(*)[4])(nshapes > 0 ? shapes : arith_default);
     const int nash = nshapes > 0 ? (arith ? nshapes : 0) : 2;
-    int64_t ash_q[2][4];
-    if (nshapes == 0) { /* --quick: R / 8 as everywhere */
-        memcpy(ash_q, arith_default, sizeof ash_q);
-        for (int i = 0; i < 2; i++) ash_q[i][0] /= s;
-        ash = (const int64_t(*)[4])ash_q;
-    }
     double arith_ns[32];
     if (nash > 0 && child_runs(ash, nash, arith_ns, 1) != 0) fprintf(stderr, "bench: arithmetic child failed\n");
 

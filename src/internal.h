@@ -77,21 +77,36 @@ bool mf_registry_has(mf_registry *r, const void *p);
 
 /* ---- executors (executor.c) ---- */
 typedef enum { MF_OP_GRAD = 1, MF_OP_FORWARD = 2 } mf_op_kind;
-typedef aclnnStatus (*mf_run_fn)(const void *plan, void *workspace);
+/* The most tensors (inputs + outputs) an operator's signature has. */
+#define MF_EXEC_SLOTS 12
+/* Phase 2 of an operator: t[i] is the executor's copy of the i-th tensor of
+ * the signature (inputs, then outputs), NULL for an absent optional one, with
+ * its data address as the setters left it. */
+typedef aclnnStatus (*mf_run_fn)(const void *plan, const aclTensor *const *t, void *workspace);
 struct aclOpExecutor {
     mf_op_kind kind;
     bool repeatable;
+    int n_in, n_out;
     uint64_t workspace_size;
     mf_run_fn run;
-    /* plan bytes follow, 64-byte aligned */
+    const char *const *names; /* signature names, for messages */
+    unsigned unused;          /* bit i: slot i is given but the operator ignores it */
+    aclTensor *slot[MF_EXEC_SLOTS]; /* &tensors[i], or NULL when absent */
+    aclTensor tensors[MF_EXEC_SLOTS];
+    /* plan bytes follow at MF_EXEC_PLAN_AT, 64-byte aligned */
 };
-static inline void *mf_executor_plan(aclOpExecutor *e) { return (char *)e + 64; }
-/* Allocates a zeroed executor with plan_size bytes of plan; NULL on OOM (message set). */
-aclOpExecutor *mf_executor_new(mf_op_kind kind, size_t plan_size, mf_run_fn run);
+#define MF_EXEC_PLAN_AT ((sizeof(struct aclOpExecutor) + 63) & ~(size_t)63)
+static inline void *mf_executor_plan(aclOpExecutor *e) { return (char *)e + MF_EXEC_PLAN_AT; }
+/* Allocates an executor holding copies of the n_in + n_out descriptors t[]
+ * (NULL entries stay absent) and plan_size zeroed plan bytes; NULL on OOM
+ * (message set). names[] must outlive it (static). */
+aclOpExecutor *mf_executor_new(mf_op_kind kind, size_t plan_size, mf_run_fn run, int n_in, int n_out,
+                               const aclTensor *const *t, const char *const *names);
 /* Makes e visible to phase 2 (registers it); on failure frees it. */
 aclnnStatus mf_executor_publish(aclOpExecutor *e, aclOpExecutor **out);
-/* Phase 2 common path: checks executor, workspace and stream, runs, releases a
- * single-use executor whatever the outcome. op_name is for messages. */
+/* Phase 2 common path: checks executor, workspace, stream and that every
+ * non-empty tensor has data, runs, and releases a single-use executor
+ * whatever the outcome. op_name is for messages. */
 aclnnStatus mf_executor_execute(aclOpExecutor *e, mf_op_kind kind, const char *op_name,
                                 void *workspace, uint64_t workspace_size, aclrtStream stream);
 /* Workspace size needed to carve `bytes` of 64-byte-aligned scratch from any pointer. */
@@ -103,6 +118,9 @@ static inline void *mf_align64(void *p) {
 /* ---- environment (env.c) ---- */
 /* MOEFR_SOC=ascend910b: A2/A3 dtype rules (scales must share gradY's dtype). */
 bool mf_soc_strict(void);
+/* MOEFR_STRICT=1 (read once): the index checks CANN documents but does not
+ * perform (values in range, no repeats); a debugging aid, off by default. */
+bool mf_index_strict(void);
 /* MOEFR_GRAD_ORDER (read once): the backward's traversal, auto by default;
  * token or row force one (tests run both; the results are the same bits). */
 enum { MF_ORDER_AUTO = 0, MF_ORDER_TOKEN = 1, MF_ORDER_ROW = 2 };

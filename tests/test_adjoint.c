@@ -105,10 +105,11 @@ static void make(sys *q, int fm, int exact) {
     memset(q, 0, sizeof *q);
     q->fm = fm;
     q->R = tu_int(1, 4), q->K = tu_int(1, 4), q->H = tu_int(1, 9);
-    q->E = tu_int(1, 3), q->C = tu_int(1, 4);
+    /* bias dim0 >= K, as CANN's forward tiling requires */
+    q->E = q->K + tu_int(0, 2), q->C = tu_int(1, 4);
     const int64_t N = q->R * q->K;
     q->D = drop(q) ? q->E * q->C : N;
-    q->Eb = drop(q) ? q->E : tu_int(1, 3);
+    q->Eb = drop(q) ? q->E : q->K + tu_int(0, 2);
     q->x = malloc((size_t)(q->D * q->H) * 4), q->g = malloc((size_t)(q->R * q->H) * 4);
     q->s = malloc((size_t)N * 4), q->bias = malloc((size_t)(q->Eb * q->H) * 4);
     q->x1 = malloc((size_t)(q->R * q->H) * 4), q->x2 = malloc((size_t)(q->R * q->H) * 4);

@@ -133,11 +133,12 @@ static void single_use(void) {
     CHECK(memcmp(probe, p.gx, sizeof p.gx) == 0);
 
     /* NULL executors */
-    CHECK_RC(aclnnMoeFinalizeRoutingV2Grad(w, n, NULL, NULL), ACLNN_ERR_PARAM_INVALID);
+    /* CANN's engine codes: a NULL executor is 161001 in phase 2, 561103 here */
+    CHECK_RC(aclnnMoeFinalizeRoutingV2Grad(w, n, NULL, NULL), ACLNN_ERR_PARAM_NULLPTR);
     CHECK(tu_msg_has("executor", "NULL", NULL));
-    CHECK_RC(aclDestroyAclOpExecutor(NULL), ACLNN_ERR_PARAM_INVALID);
+    CHECK_RC(aclDestroyAclOpExecutor(NULL), ACLNN_ERR_INNER_NULLPTR);
     CHECK(tu_msg_has("aclDestroyAclOpExecutor", "NULL", NULL));
-    CHECK_RC(aclSetAclOpExecutorRepeatable(NULL), ACLNN_ERR_PARAM_INVALID);
+    CHECK_RC(aclSetAclOpExecutorRepeatable(NULL), ACLNN_ERR_INNER_NULLPTR);
     CHECK(tu_msg_has("aclSetAclOpExecutorRepeatable", "NULL", NULL));
     /* a pointer that never was an executor */
     CHECK_RC(aclnnMoeFinalizeRoutingV2Grad(w, n, (aclOpExecutor *)probe, NULL), ACLNN_ERR_PARAM_INVALID);
@@ -160,7 +161,7 @@ static void workspace_and_stream(void) {
     w = ws_alloc(n);
     CHECK_RC(aclnnMoeFinalizeRoutingV2Grad(w, 0, ex, NULL), ACLNN_ERR_PARAM_INVALID);
     ex = plan(&p, &n);
-    CHECK_RC(aclnnMoeFinalizeRoutingV2Grad(NULL, n, ex, NULL), ACLNN_ERR_PARAM_INVALID);
+    CHECK_RC(aclnnMoeFinalizeRoutingV2Grad(NULL, n, ex, NULL), ACLNN_ERR_PARAM_NULLPTR);
     CHECK(tu_msg_has("workspace", "NULL", NULL));
     CHECK(memcmp(probe, p.gx, sizeof p.gx) == 0);
     ws_free(w);
@@ -216,12 +217,12 @@ static void repeatable(void) {
     memcpy(gx0, p.gx, sizeof gx0);
     memcpy(gs0, p.gs, sizeof gs0);
     CHECK_RC(aclnnMoeFinalizeRoutingV2Grad(w, n - 1, ex, NULL), ACLNN_ERR_PARAM_INVALID);
-    int32_t keep = p.idx[1];
-    p.idx[1] = p.idx[4]; /* a duplicate: phase 2 refuses, outputs untouched */
+    int32_t keep = p.ei[1][0];
+    p.ei[1][0] = E; /* bias would be read out of bounds: phase 2 refuses, outputs untouched */
     CHECK_RC(aclnnMoeFinalizeRoutingV2Grad(w, n, ex, NULL), ACLNN_ERR_PARAM_INVALID);
-    CHECK(tu_msg_has("expandedRowIdx", NULL));
+    CHECK(tu_msg_has("expertIdxOptional[1][0]", NULL));
     CHECK(memcmp(gx0, p.gx, sizeof gx0) == 0 && memcmp(gs0, p.gs, sizeof gs0) == 0);
-    p.idx[1] = keep;
+    p.ei[1][0] = keep;
     CHECK_RC(aclnnMoeFinalizeRoutingV2Grad(w, n, ex, NULL), ACLNN_SUCCESS);
     CHECK(results_ok(&p));
     CHECK_RC(aclDestroyAclOpExecutor(ex), ACLNN_SUCCESS);
@@ -294,7 +295,8 @@ static void double_claim(void) {
     teardown(&p);
 }
 
-/* R = 0, H = 0 and K = 0: success; only gradScales = 0 for H = 0 is written. */
+/* R = 0, H = 0 and K = 0: success; gradScales = 0 for H = 0, and in mode 1
+ * every row of gradExpandedX is unnamed (+0.0) when R or K is 0. */
 static void empty_problems(void) {
     for (int mode = 0; mode < 2; mode++)
         for (int c = 0; c < 3; c++) {
@@ -325,9 +327,9 @@ static void empty_problems(void) {
                 for (int i = 0; i < n; i++)
                     if (gs[i] != 0.0f || signbit(gs[i])) TU_FAIL("mode %d H = 0: gradScales[%d] = %g", mode, i, gs[i]);
             for (int i = (int)n; i < 8; i++) CHECK(((unsigned char *)&gs[i])[0] == 0xEE);
-            /* R = 0 writes nothing; mode 1 with K = 0 has only unnamed rows: all +0.0 */
+            /* mode 0 with R or K = 0 has no rows; mode 1 has only unnamed ones: all +0.0 */
             for (int i = 0; i < 64; i++) {
-                int named_zero = mode == 1 && c == 2 && i < d0 * h;
+                int named_zero = mode == 1 && c != 1 && i < d0 * h;
                 uint32_t bits;
                 memcpy(&bits, &gx[i], 4);
                 if (named_zero ? bits != 0 : bits != 0xEEEEEEEEu)
@@ -363,6 +365,117 @@ static void plan_reads_no_data(void) {
     munmap(none, bytes);
 }
 
+/* CANN's reuse recipe (aclSetInputTensorAddr.md): descriptors with NULL
+ * data, phase 1 once, repeatable, then per batch new addresses through the
+ * setters and phase 2. Each batch is a fresh problem in fresh buffers. */
+static void address_setters(void) {
+    prob *b[3];
+    for (int q = 0; q < 3; q++) {
+        b[q] = malloc(sizeof(prob));
+        CHECK(b[q] != NULL);
+        randomize(b[q]);
+        poison(b[q]);
+    }
+    int64_t dgy[2] = {R, H}, didx[1] = {N}, dx[2] = {N, H}, ds[2] = {R, K}, db[2] = {E, H};
+    aclTensor *t[8] = {tu_tensor(dgy, 2, ACL_FLOAT, NULL), tu_tensor(didx, 1, ACL_INT32, NULL),
+                       tu_tensor(dx, 2, ACL_FLOAT, NULL),  tu_tensor(ds, 2, ACL_FLOAT, NULL),
+                       tu_tensor(ds, 2, ACL_INT32, NULL),  tu_tensor(db, 2, ACL_FLOAT, NULL),
+                       tu_tensor(dx, 2, ACL_FLOAT, NULL),  tu_tensor(ds, 2, ACL_FLOAT, NULL)};
+    for (int i = 0; i < 8; i++) CHECK(t[i] != NULL);
+    uint64_t n = 0;
+    aclOpExecutor *ex = NULL;
+    CHECK_RC(aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize(t[0], t[1], t[2], t[3], t[4], t[5], 0, 0, 0, 0, t[6], t[7],
+                                                           &n, &ex),
+             ACLNN_SUCCESS);
+    CHECK_RC(aclSetAclOpExecutorRepeatable(ex), ACLNN_SUCCESS);
+    void *w = ws_alloc(n);
+    /* still NULL at phase 2: 161001, never a dereference */
+    CHECK_RC(aclnnMoeFinalizeRoutingV2Grad(w, n, ex, NULL), ACLNN_ERR_PARAM_NULLPTR);
+    CHECK(tu_msg_has("gradY", "NULL", NULL));
+    for (int q = 0; q < 3; q++) {
+        prob *p = b[q];
+        void *in[6] = {p->gy, p->idx, p->x, p->s, p->ei, p->bias}, *out[2] = {p->gx, p->gs};
+        if (q < 2) { /* by input and output index */
+            for (size_t i = 0; i < 6; i++) CHECK_RC(aclSetInputTensorAddr(ex, i, t[i], in[i]), ACLNN_SUCCESS);
+            for (size_t i = 0; i < 2; i++)
+                CHECK_RC((q ? AclSetOutputTensorAddr : aclSetOutputTensorAddr)(ex, i, t[6 + i], out[i]),
+                         ACLNN_SUCCESS);
+        } else { /* one index over inputs then outputs */
+            for (size_t i = 0; i < 8; i++) CHECK_RC(aclSetTensorAddr(ex, i, t[i], i < 6 ? in[i] : out[i - 6]), ACLNN_SUCCESS);
+        }
+        CHECK_RC(aclnnMoeFinalizeRoutingV2Grad(w, n, ex, NULL), ACLNN_SUCCESS);
+        if (!results_ok(p)) TU_FAIL("batch %d: results differ from the direct loop", q);
+    }
+    /* the earlier batches' buffers were not touched by later runs */
+    for (int q = 0; q < 2; q++) CHECK(results_ok(b[q]));
+    /* error paths, with CANN's codes */
+    CHECK_RC(aclSetInputTensorAddr(ex, 6, t[0], b[0]->gy), ACLNN_ERR_PARAM_INVALID);
+    CHECK(tu_msg_has("index 6", NULL));
+    CHECK_RC(aclSetOutputTensorAddr(ex, 2, t[6], b[0]->gx), ACLNN_ERR_PARAM_INVALID);
+    CHECK_RC(aclSetTensorAddr(ex, 8, t[6], b[0]->gx), ACLNN_ERR_PARAM_INVALID);
+    CHECK_RC(aclSetInputTensorAddr(ex, 0, NULL, b[0]->gy), ACLNN_ERR_INNER_NULLPTR);
+    CHECK_RC(aclSetInputTensorAddr(NULL, 0, t[0], b[0]->gy), ACLNN_ERR_INNER_NULLPTR);
+    CHECK_RC(AclSetTensorAddr(NULL, 0, t[0], b[0]->gy), ACLNN_ERR_INNER_NULLPTR);
+    CHECK_RC(aclDestroyAclOpExecutor(ex), ACLNN_SUCCESS);
+    CHECK_RC(aclSetInputTensorAddr(ex, 0, t[0], b[0]->gy), ACLNN_ERR_PARAM_INVALID);
+    CHECK(tu_msg_has("not a live executor", NULL));
+    /* an optional input passed as NULL at phase 1 keeps its index but takes no address */
+    CHECK_RC(aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize(t[0], t[1], t[2], t[3], NULL, NULL, 0, 0, 0, 0, t[6], t[7],
+                                                           &n, &ex),
+             ACLNN_SUCCESS);
+    CHECK_RC(aclSetInputTensorAddr(ex, 5, t[5], b[0]->bias), ACLNN_ERR_PARAM_INVALID);
+    CHECK(tu_msg_has("biasOptional", NULL));
+    CHECK_RC(aclSetInputTensorAddr(ex, 3, t[3], b[0]->s), ACLNN_SUCCESS);
+    CHECK_RC(aclDestroyAclOpExecutor(ex), ACLNN_SUCCESS);
+    ws_free(w);
+    for (int i = 0; i < 8; i++) tu_destroy(t[i]);
+    for (int q = 0; q < 3; q++) free(b[q]);
+}
+
+/* The forward's executor takes new addresses the same way (out is output 0;
+ * aclSetTensorAddr index 7). */
+static void forward_setters(void) {
+    prob *p = malloc(sizeof(prob));
+    CHECK(p != NULL);
+    randomize(p);
+    int64_t dx[2] = {N, H}, didx[1] = {N}, ds[2] = {R, K}, db[2] = {E, H}, dout[2] = {R, H};
+    aclTensor *tx = tu_tensor(dx, 2, ACL_FLOAT, NULL), *ti = tu_tensor(didx, 1, ACL_INT32, NULL),
+              *tb = tu_tensor(db, 2, ACL_FLOAT, NULL), *ts = tu_tensor(ds, 2, ACL_FLOAT, NULL),
+              *te = tu_tensor(ds, 2, ACL_INT32, NULL), *to = tu_tensor(dout, 2, ACL_FLOAT, NULL);
+    CHECK(tx && ti && tb && ts && te && to);
+    uint64_t n = 0;
+    aclOpExecutor *ex = NULL;
+    CHECK_RC(aclnnMoeFinalizeRoutingV2GetWorkspaceSize(tx, ti, NULL, NULL, tb, ts, te, 2, to, &n, &ex), ACLNN_SUCCESS);
+    CHECK_RC(aclSetAclOpExecutorRepeatable(ex), ACLNN_SUCCESS);
+    void *w = ws_alloc(n);
+    float out[2][R][H];
+    for (int q = 0; q < 2; q++) {
+        randomize(p);
+        memset(out[q], 0xEE, sizeof out[q]);
+        CHECK_RC(aclSetInputTensorAddr(ex, 0, tx, p->x), ACLNN_SUCCESS);
+        CHECK_RC(aclSetInputTensorAddr(ex, 1, ti, p->idx), ACLNN_SUCCESS);
+        CHECK_RC(aclSetInputTensorAddr(ex, 2, tx, p->x), ACLNN_ERR_PARAM_INVALID); /* x1 was NULL */
+        CHECK_RC(aclSetInputTensorAddr(ex, 4, tb, p->bias), ACLNN_SUCCESS);
+        CHECK_RC(aclSetInputTensorAddr(ex, 5, ts, p->s), ACLNN_SUCCESS);
+        CHECK_RC(aclSetTensorAddr(ex, 6, te, p->ei), ACLNN_SUCCESS);
+        CHECK_RC(aclSetTensorAddr(ex, 7, to, out[q]), ACLNN_SUCCESS);
+        CHECK_RC(aclnnMoeFinalizeRoutingV2(w, n, ex, NULL), ACLNN_SUCCESS);
+        /* small integers: the fp64 sum is exact, so == is the test (mode 2: row layout) */
+        for (int r = 0; r < R; r++)
+            for (int j = 0; j < H; j++) {
+                double want = 0;
+                for (int k = 0; k < K; k++)
+                    want += (double)p->s[r][k] * ((double)p->x[p->idx[r * K + k]][j] + p->bias[p->ei[r][k]][j]);
+                if (out[q][r][j] != (float)want) TU_FAIL("forward batch %d: out[%d][%d] = %g, want %g", q, r, j, out[q][r][j], want);
+            }
+    }
+    CHECK_RC(aclDestroyAclOpExecutor(ex), ACLNN_SUCCESS);
+    ws_free(w);
+    aclTensor *all[] = {tx, ti, tb, ts, te, to};
+    for (int i = 0; i < 6; i++) tu_destroy(all[i]);
+    free(p);
+}
+
 int main(void) {
     tu_seed("test_executor");
     single_use();
@@ -372,6 +485,8 @@ int main(void) {
     double_claim();
     empty_problems();
     plan_reads_no_data();
+    address_setters();
+    forward_setters();
     printf("test_executor: ok\n");
     return 0;
 }

@@ -11,7 +11,8 @@ static const int64_t HS[] = {1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 47, 63, 64, 
 
 typedef struct spec {
     int dtype, sdtype, mode;
-    int64_t R, K, H, E, C, Eb;
+    int64_t R, K, H, E, C, Eb, D; /* D: expandedX rows in modes 0/2 */
+    int repeats;     /* index drawn with repeats */
     int x12;         /* 0 none, 1 x1, 2 x1 and x2 */
     int bias, scales, eidx_without_bias;
     int kind[7];     /* layouts of x, idx, x1, x2, bias, scales, eidx */
@@ -25,7 +26,8 @@ static int run_case(const spec *c) {
     const size_t es = fr_size(dt);
     const int drop = c->mode == 1 || c->mode == 3;
     const int64_t R = c->R, K = c->K, H = c->H, N = R * K;
-    const int64_t D = drop ? c->E * c->C : N;
+    /* modes 0/2: CANN never compares expandedX's rows with R*K */
+    const int64_t D = drop ? c->E * c->C : c->D;
     void *x = malloc((size_t)(D * H + 1) * es), *x1 = malloc((size_t)(R * H + 1) * es);
     void *x2 = malloc((size_t)(R * H + 1) * es), *bias = malloc((size_t)(c->Eb * H + 1) * es);
     void *sc = malloc((size_t)(N + 1) * 4);
@@ -35,8 +37,9 @@ static int run_case(const spec *c) {
     tu_fill(dt, x2, R * H);
     tu_fill(dt, bias, c->Eb * H);
     tu_fill(c->sdtype, sc, N);
-    /* index: a random permutation of [0, N), or for drop-pad distinct rows of
-     * [0, E*C) in a random subset of the slots and -1 elsewhere */
+    /* index: distinct rows of [0, D) (a permutation when D = N) or uniform
+     * draws with repeats (a row read twice is fine); drop-pad modes put -1
+     * (a dropped slot) in some slots */
     int64_t *perm = malloc((size_t)(D + 1) * 8);
     for (int64_t i = 0; i < D; i++) perm[i] = i;
     for (int64_t i = D - 1; i > 0; i--) {
@@ -45,11 +48,12 @@ static int run_case(const spec *c) {
     }
     int64_t used = 0;
     for (int64_t i = 0; i < N; i++) {
-        if (!drop) idx[i] = (int32_t)perm[i];
-        else idx[i] = (used < D && tu_int(0, 3) > 0) ? (int32_t)perm[used++] : -1;
+        if (drop && tu_int(0, 3) == 0) idx[i] = -1;
+        else if (!c->repeats && used < D) idx[i] = (int32_t)perm[used++];
+        else idx[i] = D > 0 ? (int32_t)tu_int(0, D - 1) : -1;
     }
-    for (int64_t i = 0; i < N; i++) eidx[i] = (int32_t)tu_int(0, c->Eb - 1);
     free(perm);
+    for (int64_t i = 0; i < N; i++) eidx[i] = (int32_t)tu_int(0, c->Eb - 1);
 
     fr_problem p = {dt, c->sdtype, c->mode, R, K, H, D, c->Eb, x, c->x12 ? x1 : NULL, c->x12 == 2 ? x2 : NULL,
                     c->bias ? bias : NULL, c->scales ? sc : NULL, idx, eidx};
@@ -145,7 +149,13 @@ static void random_sizes(spec *c) {
     c->H = HS[tu_int(0, (int64_t)(sizeof HS / sizeof HS[0]) - 1)];
     c->E = tu_int(1, 4);
     c->C = tu_int(1, 5);
-    c->Eb = (c->mode == 1 || c->mode == 3) ? c->E : tu_int(1, 5);
+    /* CANN's tiling: bias dim0 (E) >= K */
+    if (c->bias && c->E < c->K) c->E = c->K + tu_int(0, 2);
+    c->Eb = (c->mode == 1 || c->mode == 3) ? c->E : tu_int(c->K > 0 ? c->K : 1, c->K + 4);
+    const int64_t N = c->R * c->K;
+    c->D = N > 0 ? tu_int(1, N + 3) : tu_int(0, 2);
+    if (tu_int(0, 1)) c->D = N; /* the usual (R*K, H) */
+    c->repeats = (int)tu_int(0, 1);
 }
 
 int main(void) {
@@ -206,21 +216,22 @@ int main(void) {
             random_sizes(&c);
             c.R = 3;
             c.H = i == 2 ? 1100 : HS[tu_int(0, 18)];
-            c.E = 12, c.C = 11;
+            c.E = c.bias ? c.K + 1 : 12, c.C = 11;
+            c.Eb = c.bias ? c.K + 2 : 12;
             if (c.mode == 1 || c.mode == 3) c.Eb = c.E;
+            c.D = c.R * c.K;
             random_layouts(&c);
             fails += run_case(&c);
         }
-    /* empty problems: R = 0, H = 0, K = 0 (scales (R, 0)) */
+    /* empty problems: R = 0 (out (0, H): CANN runs no tiling) */
     for (int di = 0; di < 3; di++)
         for (int mode = 0; mode < 4; mode++) {
             spec c;
             memset(&c, 0, sizeof c);
             c.dtype = DTYPES[di], c.sdtype = DTYPES[di], c.mode = mode, c.scales = 1, c.x12 = 2, c.bias = 1;
+            c.K = 3;
             random_sizes(&c);
-            c.K = 0;
-            fails += run_case(&c);
-            c.K = 3, c.R = 0;
+            c.R = 0, c.D = tu_int(0, 2);
             fails += run_case(&c);
         }
     /* large: worker threads and streaming stores (out past the last-level cache) */
@@ -228,8 +239,11 @@ int main(void) {
         spec c;
         memset(&c, 0, sizeof c);
         c.dtype = FR_F32, c.sdtype = FR_F32, c.mode = 2, c.K = 2, c.scales = 1, c.x12 = 1;
-        c.R = 2304, c.H = 4100, c.Eb = 4, c.bias = 1;
+        c.R = 2304, c.H = 4100, c.Eb = 4, c.bias = 1, c.D = c.R * c.K;
         fails += run_case(&c);
+        c.repeats = 1, c.D = 1000; /* fewer rows than slots: many read twice */
+        fails += run_case(&c);
+        c.repeats = 0;
         c.dtype = FR_BF16, c.mode = 1, c.E = 64, c.C = 100, c.Eb = 64, c.K = 3, c.R = 1500, c.H = 1029;
         fails += run_case(&c);
     }

@@ -289,6 +289,7 @@ typedef struct spec {
     int64_t R, K, H;
 } spec;
 
+static long long g_style[4];
 static long long g_corrupt, g_cases, g_gs_values, g_gs_canonical, g_repeat_runs;
 static long long g_gx_subnormal[3], g_gx_inf, g_gx_negzero; /* coverage of the special results */
 static double g_worst_gs_ratio;
@@ -331,10 +332,36 @@ static void run_case(const spec *s) {
     describe(s, active, E, C, desc, sizeof desc);
     g_cases++;
 
-    /* index values */
+    /* index values, drawn as CANN's own harnesses draw them (and worse):
+     * style 0: a permutation (mode 0) or distinct rows at random slots, -1
+     *          elsewhere (mode 1);
+     * style 1: golden.py: a permutation of [0, min(D0, N)) in front, -1 after;
+     * style 2: uniform with repeats: [0, D0) as the UT data (mode 0), [-1, D0)
+     *          as the system-test table (mode 1);
+     * style 3: style 0 with a few anomalies: repeated kept rows, values past
+     *          D0 or below -1, INT32_MIN / INT32_MAX.
+     * The oracle gives them CANN's meaning: out of [0, D0) drops the slot, the
+     * last entry naming a row writes it, unnamed rows are +0.0. */
     int32_t *idx = malloc(sizeof(int32_t) * (size_t)(N > 0 ? N : 1));
     CHECK(idx != NULL);
-    if (mode == 0) { /* a permutation of [0, N) */
+    const int style = (int)tu_below(4);
+    g_style[style]++;
+    if (style == 1 || style == 2) {
+        const int64_t m = N < D0 ? N : D0;
+        for (int64_t i = 0; i < N; i++) idx[i] = -1;
+        if (style == 1) {
+            for (int64_t i = 0; i < m; i++) idx[i] = (int32_t)i;
+            for (int64_t i = m - 1; i > 0; i--) {
+                int64_t j = tu_below(i + 1);
+                int32_t t = idx[i];
+                idx[i] = idx[j];
+                idx[j] = t;
+            }
+        } else {
+            for (int64_t i = 0; i < N; i++)
+                idx[i] = D0 == 0 ? -1 : (int32_t)(mode ? tu_range(-1, D0 - 1) : tu_below(D0));
+        }
+    } else if (mode == 0) { /* a permutation of [0, N) */
         for (int64_t i = 0; i < N; i++) idx[i] = (int32_t)i;
         for (int64_t i = N - 1; i > 0; i--) {
             int64_t j = tu_below(i + 1);
@@ -363,6 +390,18 @@ static void run_case(const spec *s) {
         for (int64_t i = 0; i < m; i++) idx[slots[i]] = rows[i];
         free(rows);
         free(slots);
+    }
+    if (style == 3 && N > 0) {
+        const int64_t n_bad = 1 + tu_below(3);
+        for (int64_t q = 0; q < n_bad; q++) {
+            const int64_t at = tu_below(N);
+            switch (tu_below(4)) {
+            case 0: idx[at] = idx[tu_below(N)]; break; /* a repeat (or a second -1) */
+            case 1: idx[at] = (int32_t)(D0 + tu_below(3)); break;
+            case 2: idx[at] = (int32_t)(-2 - tu_below(3)); break;
+            default: idx[at] = tu_chance(50) ? INT32_MAX : INT32_MIN; break;
+            }
+        }
     }
     int32_t *eidx_vals = malloc(sizeof(int32_t) * (size_t)(N > 0 ? N : 1));
     CHECK(eidx_vals != NULL);
@@ -421,33 +460,14 @@ static void run_case(const spec *s) {
     CHECK(want.gx && want.gs && want.gs_exact && want.gs_mag);
     ref_grad(&in, &want);
 
-    /* now and then one bad value (after the oracle, which needs valid ones):
-     * phase 2 must refuse it, name the first bad position, write nothing */
+    /* now and then one expert index outside [0, bias rows), which CANN would
+     * read bias out of bounds with: phase 2 must refuse it, name the first bad
+     * position, write nothing (the oracle ran on the valid values before) */
     int corrupt = 0;
     char frag[96] = "";
-    if (N > 0 && tu_chance(4)) {
-        int kind = (int)tu_below(has_bias ? 3 : 2);
+    if (N > 0 && has_bias && has_scales && tu_chance(4)) {
         corrupt = 1;
-        if (kind == 1) { /* a later slot repeats an earlier kept row */
-            int64_t b = N > 1 ? tu_range(1, N - 1) : 0, a = -1;
-            for (int64_t q = 0; q < b; q++)
-                if (idx[q] >= 0) a = q;
-            if (a < 0) kind = 0;
-            else {
-                int64_t ix[3] = {b, 0, 0};
-                view_store(&vidx, ix, (uint32_t)idx[a]);
-                snprintf(frag, sizeof frag, "expandedRowIdx[%lld] = %d", (long long)b, (int)idx[a]);
-            }
-        }
-        if (kind == 0) { /* outside [0, R*K) in mode 0, outside [-1, E*C) in mode 1 */
-            int64_t at = tu_below(N), hi = mode ? D0 : N, lo = mode ? -1 : 0;
-            int32_t v = (int32_t)(tu_chance(50) ? hi + tu_below(3) : lo - 1 - tu_below(3));
-            if (tu_chance(10)) v = tu_chance(50) ? INT32_MAX : INT32_MIN;
-            int64_t ix[3] = {at, 0, 0};
-            view_store(&vidx, ix, (uint32_t)v);
-            snprintf(frag, sizeof frag, "expandedRowIdx[%lld] = %d", (long long)at, (int)v);
-        }
-        if (kind == 2) { /* an expert outside [0, bias rows); stride-0 views repeat it */
+        {
             int64_t at = tu_below(N), ix[3] = {at / K, at % K, 0};
             view_store(&ve, ix, (uint32_t)(tu_chance(50) ? bias_rows + tu_below(3) : -1 - tu_below(3)));
             int32_t *now = read_int(&ve);
@@ -489,7 +509,7 @@ static void run_case(const spec *s) {
     } else if (rc != ACLNN_SUCCESS)
         CASE_FAIL("aclnnMoeFinalizeRoutingV2Grad returned %d", (int)rc);
 
-    /* gradExpandedX: bit for bit; with R = 0 nothing at all is written */
+    /* gradExpandedX: bit for bit (with R = 0 in mode 1 every row is unnamed: +0.0) */
     for (int pass = 0; !corrupt && pass < (repeat ? 2 : 1); pass++) {
         if (pass == 1) { /* a repeatable executor gives the same bits again */
             memset(ogx.mem, ogx.poison, (size_t)ogx.storage * es);
@@ -498,8 +518,8 @@ static void run_case(const spec *s) {
             if (rc != ACLNN_SUCCESS) CASE_FAIL("second run of a repeatable executor returned %d", (int)rc);
             g_repeat_runs++;
         }
-        if (R == 0) {
-            if (!out_poisoned(&ogx, 0, ogx.storage)) CASE_FAIL("R = 0 wrote gradExpandedXOut");
+        if (D0 * H == 0) {
+            if (!out_poisoned(&ogx, 0, ogx.storage)) CASE_FAIL("an empty problem wrote gradExpandedXOut");
         } else {
             for (int64_t e = 0; e < D0 * H; e++) {
                 uint32_t got = out_bits(&ogx, e);
@@ -626,5 +646,7 @@ int main(void) {
            "bit-identical to the canonical order; worst error/bound %.3g\n",
            moefrIsa(), moefrNumThreads(), g_cases, g_repeat_runs, g_corrupt, g_gx_subnormal[0], g_gx_subnormal[1], g_gx_subnormal[2], g_gx_inf, g_gx_negzero, g_gs_values,
            g_gs_canonical, g_worst_gs_ratio);
+    printf("test_grad_random: index styles: %lld permutation/distinct, %lld -1 tails, %lld uniform with repeats, %lld with "
+           "anomalies (repeats, out of range)\n", g_style[0], g_style[1], g_style[2], g_style[3]);
     return 0;
 }

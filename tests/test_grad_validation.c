@@ -232,6 +232,8 @@ static void expect_ok(int line, const prob *p) {
 #define INVALID ACLNN_ERR_PARAM_INVALID
 #define TILING ACLNN_ERR_INNER_TILING_ERROR
 
+static const char *mf_dtname(aclDataType d) { return d == ACL_FLOAT ? "FLOAT" : d == ACL_FLOAT16 ? "FLOAT16" : "BFLOAT16"; }
+
 static void strict_checks(void) {
     /* A2/A3 rules: scales must share gradY's dtype */
     static const aclDataType dts[3] = {ACL_FLOAT, ACL_FLOAT16, ACL_BF16};
@@ -240,8 +242,12 @@ static void strict_checks(void) {
             prob p = base(c & 1, dts[a]);
             p.t[T_S].dt = p.t[T_GS].dt = dts[c];
             if (a == c) OK(p);
-            else P1(p, INVALID, "scalesOptional", "ascend910b");
+            else P1(p, INVALID, "scalesOptional", mf_dtname(dts[a]), mf_dtname(dts[c]));
         }
+    /* A2/A3: without scales gradScales still takes gradY's dtype */
+    prob q = base_noscales(0, ACL_FLOAT);
+    q.t[T_GS].dt = ACL_FLOAT16;
+    P1(q, INVALID, "gradScalesOut", "FLOAT16");
 }
 
 static void phase1_checks(void) {
@@ -265,12 +271,15 @@ static void phase1_checks(void) {
         }
         p = base(mode, ACL_FLOAT); p.null_ws_size = 1; P1(p, NULLPTR, "workspaceSize");
         p = base(mode, ACL_FLOAT); p.null_executor = 1; P1(p, NULLPTR, "executor");
-        /* a tensor with elements but no data */
+        /* a tensor with elements but no data: fine in phase 1 (CANN's reuse
+         * recipe), 161001 in phase 2 -- unless the operator ignores it */
         for (int i = 0; i < NT; i++) {
             p = base(mode, ACL_FLOAT);
             p.t[i].null_data = 1;
-            P1(p, NULLPTR, tnames[i]);
+            P2(p, NULLPTR, tnames[i], "NULL");
         }
+        p = base_noscales(mode, ACL_FLOAT); p.t[T_GS].null_data = 1; OK(p); /* not written without scales */
+        p = base(mode, ACL_FLOAT); p.t[T_B].present = 0; p.t[T_EI].null_data = 1; OK(p); /* not read */
 
         /* 161002: a tensor that is not live (destroyed) */
         for (int i = 0; i < NT; i++) {
@@ -306,7 +315,9 @@ static void phase1_checks(void) {
         p = base(mode, ACL_FLOAT16); p.t[T_GX].dt = ACL_BF16; P1(p, INVALID, "gradExpandedXOut", "FLOAT16", "BFLOAT16");
         p = base(mode, ACL_FLOAT16); p.t[T_GS].dt = ACL_FLOAT; P1(p, INVALID, "gradScalesOut", "FLOAT16", "FLOAT");
         p = base(mode, ACL_FLOAT); p.t[T_S].dt = ACL_BF16; P1(p, INVALID, "gradScalesOut", "BFLOAT16", "FLOAT");
-        p = base_noscales(mode, ACL_FLOAT); p.t[T_GS].dt = ACL_FLOAT16; P1(p, INVALID, "gradScalesOut", "FLOAT16");
+        /* Ascend 950's table frees gradScales' dtype (S) from gradY's (T) */
+        p = base_noscales(mode, ACL_FLOAT); p.t[T_GS].dt = ACL_FLOAT16; OK(p);
+        p = base_noscales(mode, ACL_FLOAT); p.t[T_GS].dt = ACL_INT32; P1(p, INVALID, "gradScalesOut", "INT32");
         p = base_noscales(mode, ACL_BF16); p.t[T_X].dt = ACL_FLOAT16; P1(p, INVALID, "expandedXOptional");
         /* formats */
         for (int i = 0; i < NT; i++) {
@@ -323,6 +334,14 @@ static void phase1_checks(void) {
         p = base(mode, ACL_FLOAT); p.t[T_X].dt = ACL_BF16; p.t[T_GY].nd = 3; p.t[T_GY].dims[2] = 1;
         P1(p, INVALID, "expandedXOptional");
 
+        /* every output empty: CANN's engine succeeds before tiling, whatever
+         * the attributes and the other shapes say */
+        p = base(mode, ACL_FLOAT);
+        p.R = 0;
+        set(&p.t[T_GY], 2, 0, 5, 0, ACL_FLOAT); set(&p.t[T_IDX], 1, 0, 0, 0, ACL_INT32);
+        set(&p.t[T_GX], 2, 0, 5, 0, ACL_FLOAT); set(&p.t[T_GS], 2, 0, 2, 0, ACL_FLOAT);
+        set(&p.t[T_S], 2, 7, 2, 0, ACL_FLOAT); p.mode = 7; OK(p);
+
         /* 561002: missing companions, bad attributes */
         p = base(mode, ACL_FLOAT); p.t[T_X].present = 0; P1(p, TILING, "scalesOptional", "expandedXOptional");
         p = base(mode, ACL_FLOAT); p.t[T_EI].present = 0; P1(p, TILING, "biasOptional", "expertIdxOptional");
@@ -335,24 +354,44 @@ static void phase1_checks(void) {
         p = base(mode, ACL_FLOAT); p.t[T_S].nd = 1; p.t[T_S].dims[0] = 6; P1(p, TILING, "scalesOptional", "1-D");
         p = base(mode, ACL_FLOAT); p.t[T_EI].nd = 1; p.t[T_EI].dims[0] = 6; P1(p, TILING, "expertIdxOptional", "1-D");
         p = base(mode, ACL_FLOAT); p.t[T_B].nd = 3; p.t[T_B].dims[2] = 1; P1(p, TILING, "biasOptional", "3-D");
-        p = base(mode, ACL_FLOAT); p.t[T_GS].nd = 1; p.t[T_GS].dims[0] = 6; P1(p, TILING, "gradScalesOut", "1-D");
+        p = base(mode, ACL_FLOAT); p.t[T_GS].nd = 1; p.t[T_GS].dims[0] = 6; P1(p, TILING, "gradScalesOut", "dim0", "3", "6");
+        p = base(mode, ACL_FLOAT); p.t[T_GS].nd = 1; p.t[T_GS].dims[0] = 3; p.t[T_GS].dims[1] = 0;
+        P1(p, TILING, "gradScalesOut", "6", "3");
         p = base(mode, ACL_FLOAT); p.t[T_GS].nd = 3; p.t[T_GS].dims[2] = 1; P1(p, TILING, "gradScalesOut", "3-D");
         if (mode == 0) {
             p = base(0, ACL_FLOAT); set(&p.t[T_X], 3, 2, 3, 5, ACL_FLOAT); P1(p, TILING, "expandedXOptional", "3-D");
-            p = base(0, ACL_FLOAT); set(&p.t[T_GX], 3, 2, 3, 5, ACL_FLOAT); P1(p, TILING, "gradExpandedXOut", "3-D");
+            /* CANN compares dim0 and dim1 of a mode-0 gradExpandedX, whatever its rank */
+            p = base(0, ACL_FLOAT); set(&p.t[T_GX], 3, 2, 3, 5, ACL_FLOAT); P1(p, TILING, "gradExpandedXOut", "dim0", "6", "2");
+            p = base(0, ACL_FLOAT); set(&p.t[T_GX], 3, 6, 5, 1, ACL_FLOAT); OK(p);
+            p = base(0, ACL_FLOAT); set(&p.t[T_GX], 3, 6, 5, 2, ACL_FLOAT); OK(p);
+            /* ... but rows CANN would write past the end of it are refused */
+            p = base(0, ACL_FLOAT); set(&p.t[T_GX], 3, 6, 5, 0, ACL_FLOAT); P1(p, TILING, "gradExpandedXOut", "0 elements");
+            p = base(0, ACL_FLOAT); set(&p.t[T_GX], 4, 6, 5, 3, ACL_FLOAT); p.t[T_GX].dims[3] = 1;
+            P1(p, TILING, "gradExpandedXOut", "2-D or 3-D", "4-D");
         } else {
             p = base(1, ACL_FLOAT); set(&p.t[T_X], 2, 8, 5, 0, ACL_FLOAT); P1(p, TILING, "expandedXOptional", "3-D", "2-D");
             p = base(1, ACL_FLOAT); set(&p.t[T_GX], 2, 8, 5, 0, ACL_FLOAT); P1(p, TILING, "gradExpandedXOut", "3-D", "2-D");
         }
         /* every shape rule */
         p = base(mode, ACL_FLOAT); p.t[T_S].dims[0] = 4; P1(p, TILING, "scalesOptional", "3", "4");
-        p = base(mode, ACL_FLOAT); p.t[T_IDX].dims[0] = 5; P1(p, TILING, "expandedRowIdx", "6", "5");
+        /* CANN takes D0 from expandedRowIdx, so in mode 0 expandedX is the one named */
+        p = base(mode, ACL_FLOAT); p.t[T_IDX].dims[0] = 5;
+        if (mode == 0) P1(p, TILING, "expandedXOptional", "dim0", "5", "6");
+        else P1(p, TILING, "scalesOptional", "5", "6");
         p = base_noscales(mode, ACL_FLOAT); p.t[T_IDX].dims[0] = 6; P1(p, TILING, "expandedRowIdx", "3", "6");
         p = base(mode, ACL_FLOAT); p.t[T_EI].dims[0] = 2; P1(p, TILING, "expertIdxOptional", "3", "2");
-        p = base(mode, ACL_FLOAT); p.t[T_EI].dims[1] = 3; P1(p, TILING, "expertIdxOptional", "2", "3");
+        p = base(mode, ACL_FLOAT); p.t[T_EI].dims[1] = 3; P1(p, TILING, "expertIdxOptional", "6", "9");
+        p = base(mode, ACL_FLOAT); p.t[T_EI].nd = 3; p.t[T_EI].dims[1] = 1; p.t[T_EI].dims[2] = 2;
+        P1(p, TILING, "expertIdxOptional", "2-D", "3-D");
         p = base(mode, ACL_FLOAT); p.t[T_GS].dims[0] = 2; p.t[T_GS].dims[1] = 3; P1(p, TILING, "gradScalesOut", "3", "2");
         p = base(mode, ACL_FLOAT); p.t[T_GS].dims[1] = 3; P1(p, TILING, "gradScalesOut", "6", "9");
-        p = base_noscales(mode, ACL_FLOAT); p.t[T_GS].dims[1] = 2; P1(p, TILING, "gradScalesOut", "3", "6");
+        /* without scales CANN never looks at gradScales' shape, nor at
+         * expandedX, bias or expertIdx at all */
+        p = base_noscales(mode, ACL_FLOAT); p.t[T_GS].dims[1] = 2; OK(p);
+        p = base_noscales(mode, ACL_FLOAT); set(&p.t[T_GS], 1, 0, 0, 0, ACL_FLOAT); OK(p);
+        p = base_noscales(mode, ACL_FLOAT); set(&p.t[T_B], 3, 1, 2, 3, ACL_FLOAT); set(&p.t[T_EI], 1, 9, 0, 0, ACL_INT32);
+        set(&p.t[T_X], 1, 2, 0, 0, ACL_FLOAT); OK(p);
+        p = base_noscales(mode, ACL_FLOAT); p.t[T_B].present = 1; p.t[T_EI].present = 0; OK(p);
         p = base(mode, ACL_FLOAT); p.t[T_B].dims[1] = 4; P1(p, TILING, "biasOptional", "5", "4");
         p = base(mode, ACL_FLOAT); p.t[T_B].dims[0] = 0; P1(p, TILING, "biasOptional", "0");
         if (mode == 1) {
@@ -364,18 +403,25 @@ static void phase1_checks(void) {
             p = base(1, ACL_FLOAT); p.active = -3; OK(p); /* activeNum is a mode 0 attribute */
             p = base(1, ACL_FLOAT); p.t[T_B].present = p.t[T_EI].present = 0; p.en = INT64_MAX / 2; p.ec = 4;
             P1(p, TILING, "expertNum", "overflow");
+            /* CANN's rule is dim0*dim1 = E*C, not dim0 = E and dim1 = C */
             for (int t = 0; t < 2; t++) {
                 int ti = t ? T_GX : T_X;
                 const char *nm = tnames[ti];
-                p = base(1, ACL_FLOAT); p.t[ti].dims[0] = 3; P1(p, TILING, nm, "dim0", "2", "3");
-                p = base(1, ACL_FLOAT); p.t[ti].dims[1] = 5; P1(p, TILING, nm, "dim1", "4", "5");
+                p = base(1, ACL_FLOAT); p.t[ti].dims[0] = 3; P1(p, TILING, nm, "dim0*dim1", "8", "3");
+                p = base(1, ACL_FLOAT); p.t[ti].dims[1] = 5; P1(p, TILING, nm, "dim0*dim1", "8", "5");
                 p = base(1, ACL_FLOAT); p.t[ti].dims[2] = 6; P1(p, TILING, nm, "dim2", "5", "6");
+                p = base(1, ACL_FLOAT); p.t[ti].dims[0] = 4; p.t[ti].dims[1] = 2; OK(p);
+                p = base(1, ACL_FLOAT); p.t[ti].dims[0] = 1; p.t[ti].dims[1] = 8; OK(p);
             }
+            p = base(1, ACL_FLOAT); set(&p.t[T_GX], 2, 8, 5, 0, ACL_FLOAT);
+            P1(p, TILING, "gradExpandedXOut", "3-D", "2-D");
         } else {
             /* bias rows are free in mode 0; expertNum/expertCapacity are ignored */
             p = base(0, ACL_FLOAT); p.t[T_B].dims[0] = 7; OK(p);
             p = base(0, ACL_FLOAT); p.en = -1; p.ec = 0; OK(p);
-            p = base(0, ACL_FLOAT); p.active = -1; P1(p, TILING, "activeNum", "-1");
+            /* CANN never checks activeNum's sign: a negative one means every entry */
+            p = base(0, ACL_FLOAT); p.active = -1; OK(p);
+            p = base(0, ACL_FLOAT); p.active = INT64_MIN; OK(p);
             /* activeNum picks the rows of expandedX and gradExpandedX */
             p = base(0, ACL_FLOAT); p.active = 4; p.t[T_X].dims[0] = p.t[T_GX].dims[0] = 4; OK(p);
             p = base(0, ACL_FLOAT); p.active = 6; OK(p);
@@ -386,60 +432,76 @@ static void phase1_checks(void) {
             p = base(0, ACL_FLOAT); p.t[T_GX].dims[0] = 7; P1(p, TILING, "gradExpandedXOut", "dim0", "6", "7");
             p = base(0, ACL_FLOAT); p.t[T_X].dims[1] = 4; P1(p, TILING, "expandedXOptional", "dim1", "5", "4");
             p = base(0, ACL_FLOAT); p.t[T_GX].dims[1] = 6; P1(p, TILING, "gradExpandedXOut", "dim1", "5", "6");
-            p = base_noscales(0, ACL_FLOAT); p.t[T_X].dims[1] = 4; P1(p, TILING, "expandedXOptional", "5", "4");
+            p = base_noscales(0, ACL_FLOAT); p.t[T_X].dims[1] = 4; OK(p); /* ignored without scales */
         }
     }
 }
 
+/* Phase 2 by default: every index value is accepted (out of [0, D0) drops
+ * the slot, repeats keep the last writer, as CANN's kernel and goldens);
+ * only an expertIdx CANN would read bias out of bounds with is refused. */
 static void phase2_checks(void) {
-    int32_t v[8];
     prob p;
-    /* mode 0: a permutation of [0, R*K) */
-    int32_t out_of_range[6] = {0, 1, 2, 6, 4, 5};
-    p = base(0, ACL_FLOAT); p.idx_vals = out_of_range; P2(p, INVALID, "expandedRowIdx[3]", "6");
-    int32_t negative[6] = {0, 1, -1, 3, 4, 5};
-    p = base(0, ACL_FLOAT); p.idx_vals = negative; P2(p, INVALID, "expandedRowIdx[2]", "-1");
-    int32_t dup[6] = {5, 1, 2, 3, 1, 0};
-    p = base(0, ACL_FLOAT); p.idx_vals = dup; P2(p, INVALID, "expandedRowIdx[4]", "1");
-    p = base_noscales(0, ACL_FLOAT16); v[0] = 0; v[1] = 2; v[2] = 2; p.idx_vals = v;
-    P2(p, INVALID, "expandedRowIdx[2]", "2");
-    /* with activeNum the values still range over [0, R*K) (those >= activeNum are dropped) */
-    int32_t perm[6] = {5, 4, 3, 2, 1, 0};
-    p = base(0, ACL_FLOAT); p.active = 2; p.t[T_X].dims[0] = p.t[T_GX].dims[0] = 2; p.idx_vals = perm; OK(p);
-    p = base(0, ACL_FLOAT); p.active = 2; p.t[T_X].dims[0] = p.t[T_GX].dims[0] = 2; p.idx_vals = out_of_range;
-    P2(p, INVALID, "expandedRowIdx[3]", "6");
-    /* mode 1: [-1, E*C), -1 may repeat, nothing else */
-    int32_t drops[6] = {-1, 7, -1, 0, -1, 3};
-    p = base(1, ACL_FLOAT); p.idx_vals = drops; OK(p);
-    int32_t below[6] = {-1, 7, -2, 0, -1, 3};
-    p = base(1, ACL_FLOAT); p.idx_vals = below; P2(p, INVALID, "expandedRowIdx[2]", "-2");
-    int32_t above[6] = {-1, 7, 1, 8, -1, 3};
-    p = base(1, ACL_BF16); p.idx_vals = above; P2(p, INVALID, "expandedRowIdx[3]", "8");
-    int32_t huge[6] = {2147483647, 7, 1, 0, -1, 3};
-    p = base(1, ACL_FLOAT); p.idx_vals = huge; P2(p, INVALID, "expandedRowIdx[0]", "2147483647");
-    int32_t most_neg[6] = {1, 2, 3, 0, 4, (int32_t)0x80000000};
-    p = base(0, ACL_FLOAT); p.idx_vals = most_neg; P2(p, INVALID, "expandedRowIdx[5]", "-2147483648");
+    int32_t out_of_range[6] = {0, 1, 2, 6, 4, 5}, negative[6] = {0, 1, -1, 3, 4, 5}, dup[6] = {5, 1, 2, 3, 1, 0};
+    int32_t v3[3] = {0, 2, 2}, perm[6] = {5, 4, 3, 2, 1, 0};
+    int32_t drops[6] = {-1, 7, -1, 0, -1, 3}, below[6] = {-1, 7, -2, 0, -1, 3}, above[6] = {-1, 7, 1, 8, -1, 3};
+    int32_t huge[6] = {2147483647, 7, 1, 0, -1, 3}, most_neg[6] = {1, 2, 3, 0, 4, (int32_t)0x80000000};
     int32_t dup1[6] = {-1, 7, 3, 0, -1, 3};
-    p = base(1, ACL_FLOAT); p.idx_vals = dup1; P2(p, INVALID, "expandedRowIdx[5]", "3");
-    /* expertIdx in [0, bias dim0), checked only when bias is given */
+    p = base(0, ACL_FLOAT); p.idx_vals = out_of_range; OK(p);
+    p = base(0, ACL_FLOAT); p.idx_vals = negative; OK(p);
+    p = base(0, ACL_FLOAT); p.idx_vals = dup; OK(p);
+    p = base_noscales(0, ACL_FLOAT16); p.idx_vals = v3; OK(p);
+    p = base(0, ACL_FLOAT); p.active = 2; p.t[T_X].dims[0] = p.t[T_GX].dims[0] = 2; p.idx_vals = perm; OK(p);
+    p = base(0, ACL_FLOAT); p.idx_vals = most_neg; OK(p);
+    int32_t *m1[] = {drops, below, above, huge, dup1};
+    for (int i = 0; i < 5; i++) {
+        p = base(1, i & 1 ? ACL_BF16 : ACL_FLOAT);
+        p.idx_vals = m1[i];
+        OK(p);
+    }
+    /* expertIdx in [0, bias dim0), checked only when scales and bias are given */
     int32_t e_bad[6] = {0, 1, 1, 2, 0, 1};
     p = base(0, ACL_FLOAT); p.eidx_vals = e_bad; P2(p, INVALID, "expertIdxOptional[1][1]", "2");
     int32_t e_neg[6] = {0, 1, 1, 0, -1, 1};
     p = base(1, ACL_FLOAT16); p.eidx_vals = e_neg; P2(p, INVALID, "expertIdxOptional[2][0]", "-1");
     p = base(0, ACL_FLOAT); p.t[T_B].dims[0] = 3; p.eidx_vals = e_bad; OK(p); /* 2 < 3 rows of bias */
+    /* a dropped slot still reads its bias row: its expert is checked too */
+    p = base(1, ACL_FLOAT); p.idx_vals = drops; p.eidx_vals = e_neg; P2(p, INVALID, "expertIdxOptional[2][0]");
     int32_t e_junk[6] = {-9, 1000, 5, -1, 77, 2};
     p = base(0, ACL_FLOAT); p.t[T_B].present = 0; p.eidx_vals = e_junk; OK(p);
     p = base(1, ACL_FLOAT); p.t[T_B].present = 0; p.eidx_vals = e_junk; OK(p);
-    /* without scales (K = 1) a given bias still has its expertIdx checked */
+    /* without scales bias and expertIdx are ignored, whatever their values */
     int32_t e1_bad[3] = {1, 0, 2};
     p = base_noscales(0, ACL_FLOAT);
     p.t[T_EI].present = p.t[T_B].present = 1;
     p.t[T_EI].dims[1] = 1;
     p.eidx_vals = e1_bad;
-    P2(p, INVALID, "expertIdxOptional[2][0]", "2");
-    p.eidx_vals = NULL;
     OK(p);
-    /* the index check comes first when both are bad */
+}
+
+/* MOEFR_STRICT=1: the index rules CANN documents but does not enforce. */
+static void index_strict_checks(void) {
+    prob p;
+    int32_t out_of_range[6] = {0, 1, 2, 6, 4, 5}, negative[6] = {0, 1, -1, 3, 4, 5}, dup[6] = {5, 1, 2, 3, 1, 0};
+    int32_t neg2[6] = {0, 1, -2, 3, 4, 5}, perm[6] = {5, 4, 3, 2, 1, 0}, v3[3] = {0, 2, 2};
+    p = base(0, ACL_FLOAT); p.idx_vals = out_of_range; P2(p, INVALID, "expandedRowIdx[3] = 6", "[-1, 6)");
+    p = base(0, ACL_FLOAT); p.idx_vals = negative; OK(p); /* -1 marks a dropped slot in both modes */
+    p = base(0, ACL_FLOAT); p.idx_vals = neg2; P2(p, INVALID, "expandedRowIdx[2] = -2");
+    p = base(0, ACL_FLOAT); p.idx_vals = dup; P2(p, INVALID, "expandedRowIdx[4] = 1", "repeats");
+    p = base_noscales(0, ACL_FLOAT16); p.idx_vals = v3; P2(p, INVALID, "expandedRowIdx[2] = 2");
+    /* with activeNum, values in [activeNum, R*K) are documented (and dropped) */
+    p = base(0, ACL_FLOAT); p.active = 2; p.t[T_X].dims[0] = p.t[T_GX].dims[0] = 2; p.idx_vals = perm; OK(p);
+    p = base(0, ACL_FLOAT); p.active = 2; p.t[T_X].dims[0] = p.t[T_GX].dims[0] = 2; p.idx_vals = out_of_range;
+    P2(p, INVALID, "expandedRowIdx[3] = 6");
+    int32_t drops[6] = {-1, 7, -1, 0, -1, 3}, below[6] = {-1, 7, -2, 0, -1, 3}, above[6] = {-1, 7, 1, 8, -1, 3};
+    int32_t huge[6] = {2147483647, 7, 1, 0, -1, 3}, dup1[6] = {-1, 7, 3, 0, -1, 3};
+    p = base(1, ACL_FLOAT); p.idx_vals = drops; OK(p);
+    p = base(1, ACL_FLOAT); p.idx_vals = below; P2(p, INVALID, "expandedRowIdx[2] = -2", "[-1, 8)");
+    p = base(1, ACL_BF16); p.idx_vals = above; P2(p, INVALID, "expandedRowIdx[3] = 8");
+    p = base(1, ACL_FLOAT); p.idx_vals = huge; P2(p, INVALID, "expandedRowIdx[0] = 2147483647");
+    p = base(1, ACL_FLOAT); p.idx_vals = dup1; P2(p, INVALID, "expandedRowIdx[5] = 3", "repeats");
+    /* the index is checked before expertIdx */
+    int32_t e_bad[6] = {0, 1, 1, 2, 0, 1};
     p = base(0, ACL_FLOAT); p.idx_vals = dup; p.eidx_vals = e_bad; P2(p, INVALID, "expandedRowIdx");
 }
 
@@ -450,6 +512,13 @@ int main(int argc, char **argv) {
         if (soc == NULL || strcmp(soc, "ascend910b") != 0) TU_FAIL("--strict needs MOEFR_SOC=ascend910b");
         strict_checks();
         printf("test_grad_validation --strict: %d checks passed\n", g_checks);
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "--index-strict") == 0) {
+        const char *v = getenv("MOEFR_STRICT");
+        if (v == NULL || strcmp(v, "1") != 0) TU_FAIL("--index-strict needs MOEFR_STRICT=1");
+        index_strict_checks();
+        printf("test_grad_validation --index-strict: %d checks passed\n", g_checks);
         return 0;
     }
     phase1_checks();

@@ -594,10 +594,12 @@ static int cmd_forward(int argc, char **argv, int first) {
     for (int i = 0; i < 7 && !rc; i++) rc = load_tensor(opt(o, no, in_flags[i]), bf16, ins[i]);
     double t_load = now_us() - t0;
 
-    /* out is (R, H): R from scales (R, K), else x1, else the index (K = 1). */
+    /* out is (R, H) with R = len(expandedRowIdx) / K, as CANN's tiling derives
+     * it (K = scales dim1, or 1 without scales); K = 0 is the operator's to refuse. */
     if (!rc) {
         int64_t H = x.ndim >= 1 ? x.dims[x.ndim - 1] : 0;
-        int64_t R = sc.t ? (sc.ndim >= 1 ? sc.dims[0] : 0) : x1.t ? (x1.ndim >= 1 ? x1.dims[0] : 0) : idx.npy.numel;
+        int64_t K = sc.t && sc.ndim == 2 ? sc.dims[1] : 1;
+        int64_t R = K > 0 ? idx.npy.numel / K : sc.dims[0];
         int64_t d[2] = {R, H};
         rc = make_output(&out, "out", x.dt, 2, d);
     }

@@ -27,6 +27,21 @@ ACL_FUNC_VISIBILITY aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *exe
 /* Releases an executor that has not been spent (repeatable or not yet run).
  * A spent, destroyed or unknown executor returns ACLNN_ERR_PARAM_INVALID. */
 ACL_FUNC_VISIBILITY aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor);
+/* Executor reuse: give the index-th input / output (or, for aclSetTensorAddr,
+ * inputs then outputs) a new address before the next phase-2 call; tensor
+ * takes the address too. */
+ACL_FUNC_VISIBILITY aclnnStatus aclSetInputTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor *tensor,
+                                                      void *addr);
+ACL_FUNC_VISIBILITY aclnnStatus aclSetOutputTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor *tensor,
+                                                       void *addr);
+ACL_FUNC_VISIBILITY aclnnStatus aclSetTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor *tensor,
+                                                 void *addr);
+ACL_FUNC_VISIBILITY aclnnStatus AclSetInputTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor *tensor,
+                                                      void *addr);
+ACL_FUNC_VISIBILITY aclnnStatus AclSetOutputTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor *tensor,
+                                                       void *addr);
+ACL_FUNC_VISIBILITY aclnnStatus AclSetTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor *tensor,
+                                                 void *addr);
 
 #ifdef __cplusplus
 }

@@ -51,6 +51,35 @@ def bias_grad(grad_out, scales, expert_idx, num_experts, dtype, rows_per_chunk=N
     return round_from_f64(acc, dtype)
 
 
+def gather_grad(grad_out, rows, scales, x, D0):
+    """grad_expanded_x[d] = sum over the slots i naming row d of scales[i] * grad_out[i // K],
+    in float64 (each product exact), added in slot order and rounded once to x's dtype."""
+    R, H = grad_out.shape
+    K = rows.numel() // R if R else 1
+    keep = (rows >= 0) & (rows < D0)
+    slot = torch.nonzero(keep).reshape(-1)
+    g = grad_out.to(torch.float64)[slot // K]
+    if scales is not None:
+        g = g * scales.reshape(-1).to(torch.float64)[slot].reshape(-1, 1)
+    acc = torch.zeros((D0, H), dtype=torch.float64)
+    acc.index_add_(0, rows[slot].to(torch.int64), g)
+    return round_from_f64(acc, x.dtype).reshape(x.shape)
+
+
+def scales_grad(grad_out, rows, x, bias, expert_idx, D0, dtype):
+    """grad_scales[r, k] = sum_j (x[d][j] + bias[e][j]) * grad_out[r][j] in float64 (dropped
+    slots: the bias term only), rounded once."""
+    R, H = grad_out.shape
+    K = rows.numel() // R if R else 1
+    xr = x.reshape(-1, H).to(torch.float64)
+    keep = ((rows >= 0) & (rows < D0)).reshape(R, K, 1)
+    f = torch.where(keep, xr[rows.clamp(0, max(D0 - 1, 0)).to(torch.int64).reshape(R, K)],
+                    torch.zeros((), dtype=torch.float64))
+    if bias is not None:
+        f = f + bias.to(torch.float64)[expert_idx.to(torch.int64)]
+    return round_from_f64((f * grad_out.to(torch.float64).unsqueeze(1)).sum(-1), dtype)
+
+
 class MoeFinalizeRouting(torch.autograd.Function):
     """out = x1 + x2 + sum_k scales * (expanded_x[d] + bias[e]); see moe_finalize_routing."""
 
@@ -73,13 +102,28 @@ class MoeFinalizeRouting(torch.autograd.Function):
         g_x = g_s = g_b = None
         if need_x or need_s:
             drop_pad = mode in (1, 3)
-            gx, gs = _ops.moe_finalize_routing_grad(
-                grad_out, _backward_index(idx, mode, R, K), expanded_x=x, scales=scales,
-                expert_idx=expert_idx if scales is not None else None,
-                bias=bias if scales is not None else None,
-                drop_pad_mode=1 if drop_pad else 0,
-                expert_num=x.shape[0] if drop_pad else 0,
-                expert_capacity=x.shape[1] if drop_pad else 0)
+            rows = _backward_index(idx, mode, R, K)[: R * K]
+            D0 = x.shape[0] * x.shape[1] if drop_pad else x.shape[0]
+            kept = rows[(rows >= 0) & (rows < D0)]
+            # The backward operator writes each row once (the last slot naming it). The
+            # forward may read a row twice (CANN's forward is a gather), and a gather's
+            # gradient sums: then, or when expandedX has more rows than R*K (which the
+            # backward's shape rules cannot express), the sums are formed here.
+            repeats = kept.numel() != torch.unique(kept).numel()
+            general = not drop_pad and D0 > R * K
+            if not general:
+                gx, gs = _ops.moe_finalize_routing_grad(
+                    grad_out, rows, expanded_x=x, scales=scales,
+                    expert_idx=expert_idx if scales is not None else None,
+                    bias=bias if scales is not None else None,
+                    drop_pad_mode=1 if drop_pad else 0,
+                    active_num=D0 if not drop_pad and D0 < R * K else 0,
+                    expert_num=x.shape[0] if drop_pad else 0,
+                    expert_capacity=x.shape[1] if drop_pad else 0)
+            if general or repeats:
+                gx = gather_grad(grad_out, rows, scales, x, D0)
+            if general and need_s and scales is not None:
+                gs = scales_grad(grad_out, rows, x, bias, expert_idx, D0, scales.dtype)
             g_x = gx if need_x else None
             g_s = gs if need_s and scales is not None else None
         if need_b:

@@ -102,12 +102,10 @@ def finalize_routing_forward(expanded_x, expanded_row_idx, x1=None, x2=None, bia
     s = _views.as_input(scales, "scales")
     e = _views.as_input(expert_idx, "expert_idx")
 
-    if s is not None and s.ndim >= 1:
-        R = _dim(s, 0)
-    elif a1 is not None and a1.ndim >= 1:
-        R = _dim(a1, 0)
-    else:
-        R = _size(idx)
+    # R = len(expanded_row_idx) // K, as CANN's tiling derives it (K = scales dim1, or 1);
+    # K = 0 keeps scales' rows so that the library refuses it with its own message.
+    K = _dim(s, 1) if s is not None and s.ndim == 2 else 1
+    R = _size(idx) // K if K > 0 else _dim(s, 0)
     H = _dim(x, x.ndim - 1) if x.ndim >= 1 else 0
     out = _empty(x, (R, H), x)
 

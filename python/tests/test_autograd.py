@@ -248,17 +248,53 @@ class ForwardAndGradients(unittest.TestCase):
             self.assertTrue(torch.equal(_autograd.bias_grad(*args, rows_per_chunk=rows).view(torch.int16),
                                         whole.view(torch.int16)))
 
+    def test_repeated_and_extra_rows(self):
+        """The forward may read a row twice (a gather) and, in modes 0/2, expandedX may have more
+        rows than R*K; the gradient of a gather sums. Checked against the float64 reference
+        within one rounding of the dtype (plus float64 slack of the summed magnitudes)."""
+        for mode in range(4):
+            for dtype in ("float32", "bfloat16"):
+                with self.subTest(mode=mode, dtype=dtype):
+                    s = Setup(self.rng, mode, dtype, R=11, K=3, H=29, with_bias=True, with_x1=True)
+                    R, K, n = s.p.R, s.p.K, s.p.R * s.p.K
+                    if mode in (1, 3):
+                        D0 = s.t["expanded_x"].shape[0] * s.t["expanded_x"].shape[1]
+                        idx = self.rng.integers(-1, D0, size=n)
+                    else:
+                        extra = mode == 2  # mode 2: five rows nobody can name through R*K alone
+                        if extra:
+                            x = torch.from_numpy(self.rng.standard_normal((n + 5, s.p.H))).to(DTYPES[dtype])
+                            s.t["expanded_x"] = x.requires_grad_(True)
+                            s.v64["expanded_x"] = x.detach().double().requires_grad_(True)
+                        idx = self.rng.integers(0, n + (5 if extra else 0), size=n)
+                        idx[:2] = idx[2]  # at least one repeat
+                    s.idx = torch.from_numpy(idx.astype(np.int32))
+                    out = s.run()
+                    out.backward(s.g)
+                    ref_out, ref_g = s.reference()
+                    for name in ("expanded_x", "scales"):
+                        got, ref = s.t[name].grad, ref_g[name].numpy()
+                        mag = np.abs(ref) + 1e-12
+                        tol = tl.ulp(ref, dtype_name(got)) + 1e-5 * mag
+                        self.within(got, ref, tol, name)
+
     def test_forward_errors(self):
         s = Setup(self.rng, 0, "float32", with_bias=True)
         with self.assertRaises(ValueError) as cm:
             moefr.moe_finalize_routing(s.t["expanded_x"], s.idx, scales=s.t["scales"], drop_pad_mode=4)
-        self.assertEqual(cm.exception.status, 561103)
+        self.assertEqual(cm.exception.status, 561002)  # CANN's tiling code
         self.assertIn("dropPadMode", str(cm.exception))
         bad = s.idx.clone()
-        bad[0] = bad[1]
+        bad[0] = s.t["expanded_x"].shape[0]  # a row CANN would read out of bounds
         with self.assertRaises(ValueError) as cm:
             moefr.moe_finalize_routing(s.t["expanded_x"], bad, scales=s.t["scales"])
         self.assertEqual(cm.exception.status, 161002)
+        self.assertIn("expandedRowIdx[0]", str(cm.exception))
+        # a repeated row is only read twice (CANN's forward is a gather)
+        rep = s.idx.clone()
+        rep[0] = rep[1]
+        out = moefr.moe_finalize_routing(s.t["expanded_x"], rep, scales=s.t["scales"])
+        self.assertEqual(tuple(out.shape), (s.t["scales"].shape[0], s.t["expanded_x"].shape[1]))
 
 
 class Adjoint(unittest.TestCase):

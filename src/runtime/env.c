@@ -19,6 +19,21 @@ bool mf_soc_strict(void) {
     return g_strict;
 }
 
+static bool g_index_strict;
+static pthread_once_t g_istrict_once = PTHREAD_ONCE_INIT;
+
+static void istrict_init(void) {
+    const char *v = getenv("MOEFR_STRICT");
+    g_index_strict = v != NULL && strcmp(v, "1") == 0;
+    if (v != NULL && *v != '\0' && strcmp(v, "0") != 0 && !g_index_strict)
+        mf_log(MF_LOG_WARN, "MOEFR_STRICT=%s is not 0 or 1: index checks stay off", v);
+}
+
+bool mf_index_strict(void) {
+    pthread_once(&g_istrict_once, istrict_init);
+    return g_index_strict;
+}
+
 static int g_grad_order;
 static pthread_once_t g_order_once = PTHREAD_ONCE_INIT;
 

@@ -5,25 +5,27 @@
 
 #include "ops/common.h"
 
+/* Signature slots (inputs, then the output) of the executor's tensors. */
+enum { F_X, F_IDX, F_X1, F_X2, F_BIAS, F_SCALES, F_EIDX, F_OUT, F_NT };
+
+/* What phase 1 decided; phase 2 binds it to the executor's tensors. */
 typedef struct fwd_plan {
+    bool empty;               /* out is empty: phase 2 does nothing */
     int mode;                 /* dropPadMode 0..3: bit 0 drop-pad, modes 2/3 row-laid index */
     bool row_laid, drop_pad;
-    bool has_x1, has_x2, has_bias, has_scales;
-    int64_t R, K, H, N;       /* N = R*K entries of expandedRowIdx */
-    int64_t idx_hi;           /* index values must be < idx_hi (N, or E*C in drop-pad) */
-    int64_t bits;             /* bitmap size for the repeat check */
+    bool has_x1, has_x2, has_bias, has_scales, has_eidx;
+    bool strict;              /* MOEFR_STRICT=1 at phase 1 */
+    int64_t R, K, H, N;       /* N = R*K entries of expandedRowIdx that are read */
+    int64_t D0;               /* rows of expandedX: dim0, or E*C in drop-pad modes */
     int64_t E;                /* bias rows */
     int dtype;                /* the data dtype (expandedX = x1 = x2 = bias = out) */
     mf_dt dt;
     size_t es;
-    mf_rows x, x1, x2, bias;  /* inputs with rows of H elements */
     bool pack_x, pack_x1, pack_x2, pack_bias;
-    mf_small idx, scales, eidx;
-    char *out;                /* contiguous (R, H) */
     /* workspace layout, offsets from the 64-byte-aligned start */
     uint64_t ws_bitmap, ws_x, ws_x1, ws_x2, ws_bias, ws_bytes;
 } fwd_plan;
 
-aclnnStatus mf_fwd_run(const void *plan, void *workspace);
+aclnnStatus mf_fwd_run(const void *plan, const aclTensor *const *t, void *workspace);
 
 #endif /* MOEFR_OPS_FORWARD_FORWARD_H_ */

@@ -1,6 +1,8 @@
-/* run.c - phase 2 of aclnnMoeFinalizeRoutingV2: validate index and expert
- * values, then (only if all are valid) pack strided inputs and compute token
- * by token in one pass: each out row is summed in fp64 and rounded once. */
+/* run.c - phase 2 of aclnnMoeFinalizeRoutingV2: bind the plan to the
+ * executor's tensors, check the index and expert values CANN would read out
+ * of bounds with, then (only if all are valid) pack strided inputs and
+ * compute token by token in one pass: each out row is summed in fp64 and
+ * rounded once. */
 #include <stdatomic.h>
 #include <unistd.h>
 
@@ -19,6 +21,8 @@ typedef struct fwd_ctx {
     const fwd_plan *p;
     const mf_fwd_kernels *fk;
     mf_rows x, x1, x2, bias;
+    mf_small idx, scales, eidx;
+    char *out;
     int nt;       /* streaming stores for out */
     int prefetch; /* prefetch the next token's rows */
 } fwd_ctx;
@@ -30,11 +34,11 @@ static void fill_slots(const fwd_ctx *c, int64_t r, int64_t k0, int64_t k1, mf_f
     for (int64_t k = k0; k < k1; k++) {
         const int q = (int)(k - k0);
         const int64_t i = p->row_laid ? r * p->K + k : k * p->R + r;
-        const int32_t d = mf_small_i32(&p->idx, i, 0);
-        /* validated: d in [0, N), or in [-1, E*C) for drop-pad where -1 has no row */
+        const int32_t d = mf_small_i32(&c->idx, i, 0);
+        /* validated: d in [0, D0), or -1 (no row) in drop-pad modes */
         t->x[q] = d >= 0 ? mf_row(&c->x, d) : NULL;
-        t->b[q] = p->has_bias ? mf_row(&c->bias, mf_small_i32(&p->eidx, r, k)) : NULL;
-        t->s[q] = p->has_scales ? (double)mf_small_f32(&p->scales, r, k) : 1.0;
+        t->b[q] = p->has_bias ? mf_row(&c->bias, mf_small_i32(&c->eidx, r, k)) : NULL;
+        t->s[q] = p->has_scales ? (double)mf_small_f32(&c->scales, r, k) : 1.0;
     }
 }
 
@@ -45,7 +49,7 @@ static void fill_next(const fwd_ctx *c, int64_t r, int64_t r1, mf_fwd_row *t) {
     if (!c->prefetch || r >= r1) return;
     for (int64_t k = 0; k < p->K && k < MF_FWD_KMAX; k++) {
         const int64_t i = p->row_laid ? r * p->K + k : k * p->R + r;
-        const int32_t d = mf_small_i32(&p->idx, i, 0);
+        const int32_t d = mf_small_i32(&c->idx, i, 0);
         if (d >= 0) t->next[t->nnext++] = mf_row(&c->x, d);
     }
     if (p->has_x1) t->next[t->nnext++] = mf_row(&c->x1, r);
@@ -62,7 +66,7 @@ static void fwd_tokens(void *vctx, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; r++) {
         t.x1 = p->has_x1 ? mf_row(&c->x1, r) : NULL;
         t.x2 = p->has_x2 ? mf_row(&c->x2, r) : NULL;
-        t.out = p->out + r * row_bytes;
+        t.out = c->out + r * row_bytes;
         fill_next(c, r + 1, r1, &t);
         if (K <= MF_FWD_KMAX) { /* the common case: sums stay in registers */
             fill_slots(c, r, 0, K, &t);
@@ -88,32 +92,64 @@ static void fwd_tokens(void *vctx, int64_t r0, int64_t r1) {
     if (c->nt) c->fk->fence(); /* streaming stores land before the pool's join */
 }
 
-aclnnStatus mf_fwd_run(const void *vplan, void *workspace) {
+/* Index values CANN's kernel would read expandedX out of bounds with are
+ * refused; in drop-pad modes -1 is a dropped slot. MOEFR_STRICT=1 adds the
+ * documented rules: modes 0/2 a permutation-style index in [0, R*K), no
+ * value twice (modes 1/3: no value but -1 twice). */
+static aclnnStatus check_values(const fwd_ctx *c, void *ws) {
+    const fwd_plan *p = c->p;
+    const int64_t lo = p->drop_pad ? -1 : 0;
+    for (int64_t i = 0; i < p->N; i++) {
+        const int32_t d = mf_small_i32(&c->idx, i, 0);
+        if (d < lo || d >= p->D0)
+            return mf_fail(ACLNN_ERR_PARAM_INVALID,
+                           "%s: expandedRowIdx[%lld] = %d is out of range [%lld, %lld) (expandedX has %lld rows%s)", OP,
+                           (long long)i, (int)d, (long long)lo, (long long)p->D0, (long long)p->D0,
+                           p->drop_pad ? "; -1 drops a slot" : "");
+    }
+    if (p->strict) {
+        int64_t hi = p->drop_pad ? p->D0 : (p->D0 < p->N ? p->D0 : p->N);
+        if (hi > ((int64_t)1 << 31)) hi = (int64_t)1 << 31; /* int32 reach */
+        aclnnStatus rc = mf_check_index(OP, "expandedRowIdx", &c->idx, p->N, 0, lo, hi, (uint64_t *)ws);
+        if (rc != ACLNN_SUCCESS) return rc;
+    }
+    if (p->has_bias) return mf_check_range_2d(OP, "expertIdxOptional", &c->eidx, p->R, p->K, p->E);
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus mf_fwd_run(const void *vplan, const aclTensor *const *t, void *workspace) {
     const fwd_plan *p = vplan;
+    if (p->empty) return ACLNN_SUCCESS;
     aclnnStatus rc = mf_isa_check(OP);
     if (rc != ACLNN_SUCCESS) return rc;
     char *ws = mf_align64(workspace);
-    if (p->N > 0) {
-        uint64_t *seen = (uint64_t *)(ws + p->ws_bitmap);
-        rc = mf_check_index(OP, "expandedRowIdx", &p->idx, p->N, 0, p->drop_pad ? -1 : 0, p->bits, seen);
-        if (rc != ACLNN_SUCCESS) return rc;
-        if (p->has_bias) {
-            rc = mf_check_range_2d(OP, "expertIdxOptional", &p->eidx, p->R, p->K, p->E);
-            if (rc != ACLNN_SUCCESS) return rc;
-        }
+    fwd_ctx c;
+    memset(&c, 0, sizeof c);
+    c.p = p;
+    c.x = mf_rows_of(t[F_X]);
+    c.idx = mf_small_of(t[F_IDX]);
+    if (p->has_x1) c.x1 = mf_rows_of(t[F_X1]);
+    if (p->has_x2) c.x2 = mf_rows_of(t[F_X2]);
+    if (p->has_bias) {
+        c.bias = mf_rows_of(t[F_BIAS]);
+        c.eidx = mf_small_of(t[F_EIDX]);
     }
+    if (p->has_scales) c.scales = mf_small_of(t[F_SCALES]);
+    c.out = mf_tensor_base(t[F_OUT]);
+    rc = check_values(&c, ws + p->ws_bitmap);
+    if (rc != ACLNN_SUCCESS) return rc;
     /* From here on every input value is valid: out may be written. */
     if (p->R == 0 || p->H == 0) return ACLNN_SUCCESS;
 
     const int64_t row_bytes = p->H * (int64_t)p->es;
-    fwd_ctx c = {p, mf_fwd_kernels_select(), p->x, p->x1, p->x2, p->bias, 0, 0};
+    c.fk = mf_fwd_kernels_select();
     c.nt = p->R * row_bytes >= mf_nt_threshold();
     /* Gathered rows that will not be in cache anyway: fetch a token ahead. */
     c.prefetch = p->N * row_bytes >= mf_nt_threshold() / 4;
-    if (p->pack_x) c.x = mf_rows_pack(&p->x, p->H, p->es, ws + p->ws_x);
-    if (p->pack_x1) c.x1 = mf_rows_pack(&p->x1, p->H, p->es, ws + p->ws_x1);
-    if (p->pack_x2) c.x2 = mf_rows_pack(&p->x2, p->H, p->es, ws + p->ws_x2);
-    if (p->pack_bias) c.bias = mf_rows_pack(&p->bias, p->H, p->es, ws + p->ws_bias);
+    if (p->pack_x) c.x = mf_rows_pack(&c.x, p->H, p->es, ws + p->ws_x);
+    if (p->pack_x1) c.x1 = mf_rows_pack(&c.x1, p->H, p->es, ws + p->ws_x1);
+    if (p->pack_x2) c.x2 = mf_rows_pack(&c.x2, p->H, p->es, ws + p->ws_x2);
+    if (p->pack_bias) c.bias = mf_rows_pack(&c.bias, p->H, p->es, ws + p->ws_bias);
     /* bytes one token moves: K rows in (plus x1/x2), one row out */
     const int64_t token_bytes = row_bytes * (p->K + 1 + p->has_x1 + p->has_x2) + 12 * p->K;
     mf_parallel_for(p->R, fwd_tokens, &c, MF_SERIAL_BYTES / token_bytes + 1);

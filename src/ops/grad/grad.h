@@ -10,30 +10,32 @@
  * write than to read on every machine measured; docs/DESIGN.md). */
 #define MF_BY_ROW_MAX_BYTES 2048
 
+/* Signature slots (inputs, then outputs) of the executor's tensors. */
+enum { G_GY, G_IDX, G_X, G_SCALES, G_EIDX, G_BIAS, G_GX, G_GS, G_NT };
+
+/* What phase 1 decided; phase 2 binds it to the executor's tensors. */
 typedef struct grad_plan {
+    bool empty;                 /* every output is empty: phase 2 does nothing */
     int mode;                   /* dropPadMode: 0 dropless, 1 drop-pad */
-    bool has_scales, has_x, has_bias;
+    bool has_scales, has_bias;  /* bias counts only with scales (CANN ignores it otherwise) */
+    bool strict;                /* MOEFR_STRICT=1 at phase 1: the documented index checks */
     int64_t R, K, H, N;         /* N = R*K entries of expandedRowIdx */
     int64_t D0;                 /* rows of gradExpandedXOut; kept d is in [0, D0) */
-    int64_t idx_hi;             /* index values must be < idx_hi (N or E*C) */
-    int64_t bits;               /* bitmap size: min(idx_hi, 2^31), int32 reach */
+    int64_t rows;               /* min(D0, 2^31): the rows an int32 index can name */
+    int64_t strict_hi;          /* strict: values must lie in [-1, strict_hi) */
     int64_t E;                  /* bias rows */
     int dtype;                  /* gradY's aclDataType */
     mf_dt dt;
     size_t es;
-    mf_rows gy, x, bias;        /* inputs with rows of H elements */
-    bool pack_gy, pack_x, pack_bias;
-    mf_small idx, scales, eidx; /* small inputs read element by element */
-    char *gx;                   /* gradExpandedXOut, contiguous (D0, H) */
-    char *gs;                   /* gradScalesOut, contiguous (R, K) */
     int gs_dtype;
-    /* Narrow rows: phase 2 walks gradExpandedX in row order (run.c), which
-     * needs the index's inverse in the workspace, one int32 per row. */
+    bool pack_gy, pack_x, pack_bias;
+    /* Narrow rows: phase 2 walks gradExpandedX in row order (run.c). */
     bool by_row;
-    /* workspace layout, offsets from the 64-byte-aligned start */
-    uint64_t ws_bitmap, ws_inv, ws_gy, ws_x, ws_bias, ws_bytes;
+    /* workspace layout, offsets from the 64-byte-aligned start: the owner of
+     * each row (int32), the strict-mode bitmap, packed strided inputs */
+    uint64_t ws_owner, ws_bitmap, ws_gy, ws_x, ws_bias, ws_bytes;
 } grad_plan;
 
-aclnnStatus mf_grad_run(const void *plan, void *workspace);
+aclnnStatus mf_grad_run(const void *plan, const aclTensor *const *t, void *workspace);
 
 #endif /* MOEFR_OPS_GRAD_GRAD_H_ */

@@ -1,9 +1,11 @@
-/* plan.c - phase 1 of aclnnMoeFinalizeRoutingV2Grad: validate every descriptor
- * in the spec's order of status classes, then record a plan and the workspace
- * it needs. Nothing is read from tensor data here. */
+/* plan.c - phase 1 of aclnnMoeFinalizeRoutingV2Grad: the definition table's
+ * checks (opdef.c), then CANN's tiling checks in CANN's order (each cited in
+ * docs/CANN_COMPAT.md), then a plan and the workspace it needs. Nothing is
+ * read from tensor data here, and data addresses may still be NULL. */
 #include "ops/grad/grad.h"
 
 #include "aclnnop/aclnn_moe_finalize_routing_v2_grad.h"
+#include "ops/opdef.h"
 
 static const char OP[] = "aclnnMoeFinalizeRoutingV2Grad";
 #define TILING ACLNN_ERR_INNER_TILING_ERROR
@@ -13,128 +15,123 @@ static const char OP[] = "aclnnMoeFinalizeRoutingV2Grad";
         if (rc_ != ACLNN_SUCCESS) return rc_;       \
     } while (0)
 
-typedef struct args {
-    const aclTensor *gy, *idx, *x, *scales, *eidx, *bias, *gx, *gs;
-} args;
+static const char *const NAMES[G_NT] = {"gradY",          "expandedRowIdx",   "expandedXOptional",
+                                        "scalesOptional", "expertIdxOptional", "biasOptional",
+                                        "gradExpandedXOut", "gradScalesOut"};
+static const unsigned FLAGS[G_NT] = {MF_T_REQUIRED, MF_T_REQUIRED, 0, 0, 0, 0,
+                                     MF_T_REQUIRED | MF_T_CONTIG, MF_T_REQUIRED | MF_T_CONTIG};
+/* moe_finalize_routing_v2_grad_def.cpp: (gradY, expandedRowIdx, expandedX,
+ * scales, expertIdx, bias | gradExpandedX, gradScales). Ascend 950: data T
+ * and scales S independent; A2/A3: one dtype throughout. */
+#define I32 ACL_INT32
+#define COL(T, S) {T, I32, T, S, I32, T, T, S}
+static const mf_dtcol COLS_950[] = {
+    COL(ACL_FLOAT16, ACL_FLOAT16), COL(ACL_FLOAT16, ACL_FLOAT), COL(ACL_FLOAT16, ACL_BF16),
+    COL(ACL_FLOAT, ACL_FLOAT16),   COL(ACL_FLOAT, ACL_FLOAT),   COL(ACL_FLOAT, ACL_BF16),
+    COL(ACL_BF16, ACL_FLOAT16),    COL(ACL_BF16, ACL_FLOAT),    COL(ACL_BF16, ACL_BF16)};
+static const mf_dtcol COLS_A2[] = {COL(ACL_FLOAT16, ACL_FLOAT16), COL(ACL_FLOAT, ACL_FLOAT), COL(ACL_BF16, ACL_BF16)};
+#undef COL
+static const mf_op_def DEF = {OP, MF_OP_GRAD, 6, 2, NAMES, FLAGS, COLS_950, 9, COLS_A2, 3};
 
-static aclnnStatus check_pointers(const args *a, const uint64_t *ws, aclOpExecutor **ex) {
-    static const char *const names[] = {"gradY", "expandedRowIdx", "gradExpandedXOut", "gradScalesOut"};
-    const aclTensor *req[] = {a->gy, a->idx, a->gx, a->gs};
-    for (int i = 0; i < 4; i++)
-        if (req[i] == NULL) return mf_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: %s is NULL", OP, names[i]);
-    if (ws == NULL) return mf_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: workspaceSize is NULL", OP);
-    if (ex == NULL) return mf_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: executor is NULL", OP);
-    static const char *const all[] = {"gradY", "expandedRowIdx", "expandedXOptional", "scalesOptional",
-                                      "expertIdxOptional", "biasOptional", "gradExpandedXOut",
-                                      "gradScalesOut"};
-    const aclTensor *t[] = {a->gy, a->idx, a->x, a->scales, a->eidx, a->bias, a->gx, a->gs};
-    for (int i = 0; i < 8; i++) TRY(mf_check_live(OP, all[i], t[i]));
-    for (int i = 0; i < 8; i++) TRY(mf_check_data(OP, all[i], t[i]));
+static aclnnStatus need_rank(const char *name, const aclTensor *t, int rank) {
+    return mf_check_rank(OP, TILING, name, t, rank);
+}
+static aclnnStatus need_dim(const char *name, const aclTensor *t, int dim, int64_t want) {
+    return mf_check_dim(OP, TILING, name, t, dim, want);
+}
+static aclnnStatus need_numel(const char *name, const aclTensor *t, int64_t want) {
+    if (t->numel != want)
+        return mf_fail(TILING, "%s: %s must hold R*K = %lld elements, got %lld", OP, name, (long long)want,
+                       (long long)t->numel);
     return ACLNN_SUCCESS;
 }
 
-static aclnnStatus check_dtypes(const args *a) {
-    TRY(mf_check_float_dtype(OP, "gradY", a->gy));
-    TRY(mf_check_dtype_is(OP, "expandedRowIdx", a->idx, ACL_INT32));
-    TRY(mf_check_same_dtype(OP, "expandedXOptional", a->x, "gradY", a->gy));
-    TRY(mf_check_float_dtype(OP, "scalesOptional", a->scales));
-    if (a->scales && mf_soc_strict())
-        TRY(mf_check_same_dtype(OP, "scalesOptional (MOEFR_SOC=ascend910b)", a->scales, "gradY", a->gy));
-    TRY(mf_check_dtype_is(OP, "expertIdxOptional", a->eidx, ACL_INT32));
-    TRY(mf_check_same_dtype(OP, "biasOptional", a->bias, "gradY", a->gy));
-    TRY(mf_check_same_dtype(OP, "gradExpandedXOut", a->gx, "gradY", a->gy));
-    if (a->scales)
-        TRY(mf_check_same_dtype(OP, "gradScalesOut", a->gs, "scalesOptional", a->scales));
-    else
-        TRY(mf_check_same_dtype(OP, "gradScalesOut", a->gs, "gradY", a->gy));
-    static const char *const all[] = {"gradY", "expandedRowIdx", "expandedXOptional", "scalesOptional",
-                                      "expertIdxOptional", "biasOptional", "gradExpandedXOut",
-                                      "gradScalesOut"};
-    const aclTensor *t[] = {a->gy, a->idx, a->x, a->scales, a->eidx, a->bias, a->gx, a->gs};
-    for (int i = 0; i < 8; i++) TRY(mf_check_nd(OP, all[i], t[i]));
-    TRY(mf_check_contiguous(OP, "gradExpandedXOut", a->gx));
-    TRY(mf_check_contiguous(OP, "gradScalesOut", a->gs));
-    return ACLNN_SUCCESS;
+/* dim0 * dim1 == want (a 3-D tensor with dim2 = 0 may have a huge product). */
+static bool dims01_are(const aclTensor *t, int64_t want) {
+    int64_t v;
+    return mf_mul_ok(t->dims[0], t->dims[1], &v) && v == want;
 }
 
-/* Shapes: fills R, K, H, N, D0, E, idx_hi of p. */
-static aclnnStatus check_shapes(const args *a, int64_t mode, int64_t active, int64_t en, int64_t ec,
+/* CANN's tiling (moe_finalize_routing_v2_grad_tiling.cpp), in its order:
+ * optional companions, attributes, required inputs, the inputs scales brings,
+ * then the outputs. Fills R, K, H, N, D0, E of p. */
+static aclnnStatus check_shapes(const aclTensor *const *t, int64_t mode, int64_t active, int64_t en, int64_t ec,
                                 grad_plan *p) {
-    if (a->scales && !a->x)
-        return mf_fail(TILING, "%s: scalesOptional is given, so expandedXOptional must be too", OP);
-    if (a->bias && !a->eidx)
+    const aclTensor *gy = t[G_GY], *idx = t[G_IDX], *x = t[G_X], *sc = t[G_SCALES], *ei = t[G_EIDX],
+                    *bias = t[G_BIAS], *gx = t[G_GX], *gs = t[G_GS];
+    if (sc && !x) return mf_fail(TILING, "%s: scalesOptional is given, so expandedXOptional must be too", OP);
+    if (sc && bias && !ei)
         return mf_fail(TILING, "%s: biasOptional is given, so expertIdxOptional must be too", OP);
     if (mode != 0 && mode != 1)
         return mf_fail(TILING, "%s: dropPadMode must be 0 or 1, got %lld", OP, (long long)mode);
     if (mode == 1 && (en <= 0 || ec <= 0))
         return mf_fail(TILING, "%s: dropPadMode 1 needs expertNum > 0 and expertCapacity > 0, got %lld and %lld",
                        OP, (long long)en, (long long)ec);
-    if (mode == 0 && active < 0)
-        return mf_fail(TILING, "%s: activeNum must be >= 0, got %lld", OP, (long long)active);
-
-    TRY(mf_check_rank(OP, TILING, "gradY", a->gy, 2));
-    TRY(mf_check_rank(OP, TILING, "expandedRowIdx", a->idx, 1));
-    TRY(mf_check_rank(OP, TILING, "scalesOptional", a->scales, 2));
-    TRY(mf_check_rank(OP, TILING, "expertIdxOptional", a->eidx, 2));
-    TRY(mf_check_rank(OP, TILING, "biasOptional", a->bias, 2));
-    TRY(mf_check_rank(OP, TILING, "gradScalesOut", a->gs, 2));
-    int xrank = mode == 1 ? 3 : 2;
-    TRY(mf_check_rank(OP, TILING, "expandedXOptional", a->x, xrank));
-    TRY(mf_check_rank(OP, TILING, "gradExpandedXOut", a->gx, xrank));
-
-    int64_t R = a->gy->dims[0], H = a->gy->dims[1];
-    int64_t N = a->idx->dims[0];
-    int64_t K = 1;
-    if (a->scales) {
-        TRY(mf_check_dim(OP, TILING, "scalesOptional", a->scales, 0, R));
-        K = a->scales->dims[1];
-    }
-    int64_t RK;
-    if (!mf_mul_ok(R, K, &RK)) return mf_fail(TILING, "%s: R*K overflows int64", OP);
-    if (N != RK) {
-        if (a->scales)
-            return mf_fail(TILING, "%s: expandedRowIdx dim0 must be R*K = %lld*%lld = %lld, got %lld", OP,
-                           (long long)R, (long long)K, (long long)RK, (long long)N);
-        return mf_fail(TILING, "%s: without scalesOptional K is 1, so expandedRowIdx dim0 must be R = %lld, got %lld",
+    TRY(need_rank("gradY", gy, 2));
+    TRY(need_rank("expandedRowIdx", idx, 1));
+    const int64_t R = gy->dims[0], H = gy->dims[1], N = idx->dims[0];
+    /* activeNum <= 0 or >= R*K means every entry (CANN checks no sign). */
+    int64_t D0 = N;
+    const int xrank = mode == 1 ? 3 : 2;
+    if (mode == 0 && active > 0 && active < N) D0 = active;
+    if (mode == 1 && !mf_mul_ok(en, ec, &D0))
+        return mf_fail(TILING, "%s: expertNum*expertCapacity overflows int64", OP);
+    int64_t K = 1, E = 0;
+    if (sc) {
+        TRY(need_rank("expandedXOptional", x, xrank));
+        TRY(need_rank("scalesOptional", sc, 2));
+        if (bias) {
+            TRY(need_rank("expertIdxOptional", ei, 2));
+            TRY(need_rank("biasOptional", bias, 2));
+        }
+        if (xrank == 2) {
+            TRY(need_dim("expandedXOptional", x, 0, D0));
+        } else if (!dims01_are(x, D0)) {
+            return mf_fail(TILING, "%s: expandedXOptional dim0*dim1 must be expertNum*expertCapacity = %lld, got %lld*%lld",
+                           OP, (long long)D0, (long long)x->dims[0], (long long)x->dims[1]);
+        }
+        TRY(need_dim("expandedXOptional", x, xrank - 1, H));
+        TRY(need_dim("scalesOptional", sc, 0, R));
+        if (sc->numel != N)
+            return mf_fail(TILING, "%s: scalesOptional must hold as many elements as expandedRowIdx (%lld), got %lld",
+                           OP, (long long)N, (long long)sc->numel);
+        K = sc->dims[1];
+        if (bias) {
+            TRY(need_dim("expertIdxOptional", ei, 0, R));
+            TRY(need_numel("expertIdxOptional", ei, N));
+            E = bias->dims[0];
+            if (E <= 0) return mf_fail(TILING, "%s: biasOptional dim0 must be > 0, got %lld", OP, (long long)E);
+            if (mode == 1) TRY(need_dim("biasOptional", bias, 0, en));
+            TRY(need_dim("biasOptional", bias, 1, H));
+        }
+    } else if (R != N) {
+        return mf_fail(TILING, "%s: without scalesOptional K is 1, so expandedRowIdx dim0 must be gradY dim0 = %lld, got %lld",
                        OP, (long long)R, (long long)N);
     }
-    TRY(mf_check_dim(OP, TILING, "expertIdxOptional", a->eidx, 0, R));
-    TRY(mf_check_dim(OP, TILING, "expertIdxOptional", a->eidx, 1, K));
-    TRY(mf_check_dim(OP, TILING, "gradScalesOut", a->gs, 0, R));
-    if (a->gs->numel != RK)
-        return mf_fail(TILING, "%s: gradScalesOut must hold R*K = %lld elements, got %lld", OP, (long long)RK,
-                       (long long)a->gs->numel);
-
-    int64_t E = 0;
-    if (a->bias) {
-        E = a->bias->dims[0];
-        if (E <= 0) return mf_fail(TILING, "%s: biasOptional dim0 must be > 0, got %lld", OP, (long long)E);
-        if (mode == 1) TRY(mf_check_dim(OP, TILING, "biasOptional", a->bias, 0, en));
-        TRY(mf_check_dim(OP, TILING, "biasOptional", a->bias, 1, H));
-    }
-
-    int64_t D0 = N, hi = N;
-    if (mode == 0) {
-        if (active > 0 && active < N) D0 = active;
-        TRY(mf_check_dim(OP, TILING, "expandedXOptional", a->x, 0, D0));
-        TRY(mf_check_dim(OP, TILING, "expandedXOptional", a->x, 1, H));
-        TRY(mf_check_dim(OP, TILING, "gradExpandedXOut", a->gx, 0, D0));
-        TRY(mf_check_dim(OP, TILING, "gradExpandedXOut", a->gx, 1, H));
+    if (gx->ndim != 2 && gx->ndim != 3)
+        return mf_fail(TILING, "%s: gradExpandedXOut must be 2-D or 3-D, got %d-D", OP, (int)gx->ndim);
+    if (mode == 0) { /* CANN compares dim0 and dim1 only, whatever the rank */
+        TRY(need_dim("gradExpandedXOut", gx, 0, D0));
+        TRY(need_dim("gradExpandedXOut", gx, 1, H));
     } else {
-        if (!mf_mul_ok(en, ec, &D0))
-            return mf_fail(TILING, "%s: expertNum*expertCapacity overflows int64", OP);
-        hi = D0;
-        const aclTensor *three[] = {a->x, a->gx};
-        const char *names[] = {"expandedXOptional", "gradExpandedXOut"};
-        for (int i = 0; i < 2; i++) {
-            TRY(mf_check_dim(OP, TILING, names[i], three[i], 0, en));
-            TRY(mf_check_dim(OP, TILING, names[i], three[i], 1, ec));
-            TRY(mf_check_dim(OP, TILING, names[i], three[i], 2, H));
-        }
+        char buf[160];
+        if (gx->ndim != 3 || !dims01_are(gx, D0))
+            return mf_fail(TILING, "%s: gradExpandedXOut must be 3-D with dim0*dim1 = expertNum*expertCapacity = %lld, got %d-D %s",
+                           OP, (long long)D0, (int)gx->ndim, mf_shape_str(gx, buf, sizeof buf));
+        TRY(need_dim("gradExpandedXOut", gx, 2, H));
     }
+    if (sc) {
+        TRY(need_dim("gradScalesOut", gs, 0, R));
+        TRY(need_numel("gradScalesOut", gs, N));
+        TRY(need_rank("gradScalesOut", gs, 2));
+    }
+    /* CANN writes D0 rows of H at row stride H: a 3-D (D0, H, 0) output in
+     * mode 0 has no room for them (docs/CANN_COMPAT.md). */
+    int64_t need;
+    if (!mf_mul_ok(D0, H, &need) || gx->numel < need)
+        return mf_fail(TILING, "%s: gradExpandedXOut holds %lld elements but %lld rows of %lld are written", OP,
+                       (long long)gx->numel, (long long)D0, (long long)H);
     p->R = R; p->K = K; p->H = H; p->N = N; p->D0 = D0; p->E = E;
-    /* int32 indices cannot exceed 2^31 - 1, which bounds the bitmap */
-    p->idx_hi = hi;
     return ACLNN_SUCCESS;
 }
 
@@ -150,46 +147,59 @@ aclnnStatus aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize(
     int64_t dropPadMode, int64_t activeNum, int64_t expertNum, int64_t expertCapacity,
     const aclTensor *gradExpandedXOut, const aclTensor *gradScalesOut, uint64_t *workspaceSize,
     aclOpExecutor **executor) {
-    args a = {gradY, expandedRowIdx, expandedXOptional, scalesOptional, expertIdxOptional, biasOptional,
-              gradExpandedXOut, gradScalesOut};
-    TRY(check_pointers(&a, workspaceSize, executor));
-    TRY(check_dtypes(&a));
+    const aclTensor *t[G_NT] = {gradY,        expandedRowIdx, expandedXOptional, scalesOptional, expertIdxOptional,
+                                biasOptional, gradExpandedXOut, gradScalesOut};
+    TRY(mf_op_check(&DEF, t, workspaceSize, executor));
     grad_plan pl;
     memset(&pl, 0, sizeof pl);
-    TRY(check_shapes(&a, dropPadMode, activeNum, expertNum, expertCapacity, &pl));
+    pl.has_scales = scalesOptional != NULL;
+    pl.has_bias = pl.has_scales && biasOptional != NULL;
+    /* What CANN's tiling never reads, phase 2 neither checks nor reads. */
+    unsigned unused = 0;
+    if (!pl.has_scales) unused |= 1u << G_X | 1u << G_EIDX | 1u << G_BIAS | 1u << G_GS;
+    else if (!pl.has_bias) unused |= 1u << G_EIDX | 1u << G_BIAS;
+    if (mf_op_outputs_empty(&DEF, t)) { /* CANN's engine: nothing to do, no tiling */
+        pl.empty = true;
+        return mf_op_publish(&DEF, t, unused, &pl, sizeof pl, mf_grad_run, 0, workspaceSize, executor);
+    }
+    TRY(check_shapes(t, dropPadMode, activeNum, expertNum, expertCapacity, &pl));
 
     pl.mode = (int)dropPadMode;
-    pl.has_scales = scalesOptional != NULL;
-    pl.has_x = expandedXOptional != NULL;
-    pl.has_bias = biasOptional != NULL;
+    pl.strict = mf_index_strict();
     pl.dtype = gradY->dtype;
     pl.dt = mf_dt_of(gradY->dtype);
     pl.es = mf_dtype_size(gradY->dtype);
-    pl.gy = mf_rows_of(gradY);
-    if (pl.has_x) pl.x = mf_rows_of(expandedXOptional);
-    if (pl.has_bias) pl.bias = mf_rows_of(biasOptional);
-    pl.idx = mf_small_of(expandedRowIdx);
-    if (pl.has_scales) pl.scales = mf_small_of(scalesOptional);
-    if (expertIdxOptional) pl.eidx = mf_small_of(expertIdxOptional);
-    pl.gx = mf_tensor_base(gradExpandedXOut);
-    pl.gs = mf_tensor_base(gradScalesOut);
     pl.gs_dtype = gradScalesOut->dtype;
+    /* int32 indices name rows below 2^31 only; rows above are never named */
+    pl.rows = pl.D0 < ((int64_t)1 << 31) ? pl.D0 : ((int64_t)1 << 31);
+    pl.strict_hi = pl.mode == 0 ? pl.N : pl.D0;
 
-    /* Workspace: the index bitmap, then packed copies of inputs whose
-     * elements are not adjacent (the kernels read unit-stride rows). */
+    /* Workspace: each row's owner (the last entry naming it), the strict
+     * bitmap, then packed copies of inputs whose elements are not adjacent. */
     uint64_t used = 0;
-    pl.bits = pl.idx_hi < ((int64_t)1 << 31) ? pl.idx_hi : ((int64_t)1 << 31);
-    if (pl.N > 0) pl.ws_bitmap = carve(&used, mf_bitmap_bytes(pl.bits));
     const int64_t H = pl.H, row_bytes = H * (int64_t)pl.es;
-    /* N <= 2^31 - 1 and row_bytes <= 2 KiB keep these products in range */
+    if (pl.N > INT32_MAX)
+        return mf_fail(TILING, "%s: expandedRowIdx has %lld entries; moefr handles at most 2^31 - 1", OP,
+                       (long long)pl.N);
+    if (pl.N > 0 && H > 0) pl.ws_owner = carve(&used, (uint64_t)pl.rows * 4);
+    if (pl.strict && pl.N > 0) {
+        const int64_t bits = pl.strict_hi < ((int64_t)1 << 31) ? pl.strict_hi : ((int64_t)1 << 31);
+        pl.ws_bitmap = carve(&used, mf_bitmap_bytes(bits));
+    }
     const int order = mf_grad_order();
-    pl.by_row = pl.N > 0 && pl.N <= INT32_MAX && row_bytes > 0 &&
+    pl.by_row = pl.N > 0 && row_bytes > 0 &&
                 (order == MF_ORDER_ROW ||
                  (order == MF_ORDER_AUTO && row_bytes <= MF_BY_ROW_MAX_BYTES && pl.N * row_bytes >= mf_nt_threshold() / 4));
-    if (pl.by_row) pl.ws_inv = carve(&used, (uint64_t)pl.bits * 4);
-    pl.pack_gy = pl.R > 0 && !mf_rows_dense(&pl.gy, H, pl.es);
-    pl.pack_x = pl.has_x && pl.has_scales && pl.N > 0 && !mf_rows_dense(&pl.x, H, pl.es);
-    pl.pack_bias = pl.has_bias && pl.has_scales && pl.N > 0 && !mf_rows_dense(&pl.bias, H, pl.es);
+    const mf_rows gy = mf_rows_of(gradY);
+    pl.pack_gy = pl.R > 0 && H > 0 && !mf_rows_dense(&gy, H, pl.es);
+    if (pl.has_scales && pl.N > 0 && H > 0) {
+        const mf_rows x = mf_rows_of(expandedXOptional);
+        pl.pack_x = !mf_rows_dense(&x, H, pl.es);
+        if (pl.has_bias) {
+            const mf_rows b = mf_rows_of(biasOptional);
+            pl.pack_bias = !mf_rows_dense(&b, H, pl.es);
+        }
+    }
     /* rows*H is a tensor's element count, already checked against int64 */
     const aclTensor *packed[] = {pl.pack_gy ? gradY : NULL, pl.pack_x ? expandedXOptional : NULL,
                                  pl.pack_bias ? biasOptional : NULL};
@@ -198,18 +208,12 @@ aclnnStatus aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize(
         int64_t bytes;
         if (packed[i] == NULL) continue;
         if (!mf_mul_ok(packed[i]->numel, (int64_t)pl.es, &bytes) || bytes > (INT64_MAX >> 2))
-            return mf_fail(ACLNN_ERR_INNER_TILING_ERROR, "%s: workspace to pack a strided input overflows", OP);
+            return mf_fail(TILING, "%s: workspace to pack a strided input overflows", OP);
         *offs[i] = carve(&used, (uint64_t)bytes);
     }
     pl.ws_bytes = used;
-
-    aclOpExecutor *e = mf_executor_new(MF_OP_GRAD, sizeof pl, mf_grad_run);
-    if (e == NULL) return ACLNN_ERR_INNER_CREATE_EXECUTOR;
-    memcpy(mf_executor_plan(e), &pl, sizeof pl);
-    e->workspace_size = mf_workspace_with_slack(used);
-    TRY(mf_executor_publish(e, executor));
-    *workspaceSize = e->workspace_size;
-    return ACLNN_SUCCESS;
+    return mf_op_publish(&DEF, t, unused, &pl, sizeof pl, mf_grad_run, mf_workspace_with_slack(used), workspaceSize,
+                         executor);
 }
 
 aclnnStatus aclnnMoeFinalizeRoutingV2Grad(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,

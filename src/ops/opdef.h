@@ -1,0 +1,49 @@
+/* opdef.h - an operator's tensors declared once, as CANN's op_host *_def.cpp
+ * tables declare them: names in signature order (inputs, then outputs),
+ * which are required, which outputs must be contiguous, and the dtype
+ * columns per product. One shared checker turns a call's descriptors into
+ * CANN's phase-1 codes and one-line messages; an operator adds only its
+ * shape relations (CANN's tiling checks, 561002), its plan and its run. */
+#ifndef MOEFR_OPS_OPDEF_H_
+#define MOEFR_OPS_OPDEF_H_
+
+#include "internal.h"
+
+#define MF_T_REQUIRED 1u /* NULL is ACLNN_ERR_PARAM_NULLPTR */
+#define MF_T_CONTIG 2u   /* an output that must be contiguous */
+
+/* A dtype column entry: an aclDataType, or MF_DT_ANY (not constrained). */
+#define MF_DT_ANY (-2)
+typedef int8_t mf_dtcol[MF_EXEC_SLOTS];
+
+typedef struct mf_op_def {
+    const char *name;    /* "aclnnMoeFinalizeRoutingV2Grad" */
+    mf_op_kind kind;
+    int n_in, n_out;
+    const char *const *names; /* n_in + n_out, CANN's parameter names */
+    const unsigned *flags;    /* n_in + n_out */
+    /* CANN's dtype table: a call is accepted when some column matches every
+     * present tensor. `cols` is Ascend 950's (the default), `cols_a2` the
+     * A2/A3 rows that MOEFR_SOC=ascend910b selects. */
+    const mf_dtcol *cols;
+    int ncols;
+    const mf_dtcol *cols_a2;
+    int ncols_a2;
+} mf_op_def;
+
+/* Phase 1, the part CANN's generated wrapper does before tiling: required
+ * pointers (161001), live descriptors, the dtype table, ND format and
+ * contiguous outputs (161002). t has n_in + n_out entries. */
+aclnnStatus mf_op_check(const mf_op_def *def, const aclTensor *const *t, const uint64_t *workspaceSize,
+                        aclOpExecutor *const *executor);
+/* True when every output present has no elements: CANN's engine then
+ * returns success with workspace 0 without tiling. */
+bool mf_op_outputs_empty(const mf_op_def *def, const aclTensor *const *t);
+/* Phase 1's end: an executor holding copies of t and plan_size bytes of
+ * plan, registered and returned with its workspace size. Bit i of unused:
+ * tensor i is given but ignored (phase 2 neither checks nor passes it). */
+aclnnStatus mf_op_publish(const mf_op_def *def, const aclTensor *const *t, unsigned unused, const void *plan,
+                          size_t plan_size, mf_run_fn run, uint64_t workspace, uint64_t *workspaceSize,
+                          aclOpExecutor **executor);
+
+#endif /* MOEFR_OPS_OPDEF_H_ */

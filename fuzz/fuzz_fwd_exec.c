@@ -63,12 +63,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* The phase-2 verdict by the SPEC's rules (section 8): values CANN would
      * read out of bounds with are refused, repeats are not; an empty out
      * succeeds before anything is looked at. */
+    /* Dropped slots: -1 in drop-pad modes, values past expandedX's rows in
+     * modes 0/2 (Ascend 950's rules, the default); their expert is not read. */
     bool valid = true;
     for (int64_t i = 0; i < RK && valid; i++) {
         const int32_t d = idx[i];
-        if (drop_pad ? (d < -1 || d >= D0) : (d < 0 || d >= D0)) valid = false;
-        if (has_bias && (eidx[i] < 0 || eidx[i] >= EB)) valid = false;
+        if (drop_pad ? (d < -1 || d >= D0) : d < 0) valid = false;
     }
+    for (int64_t r = 0; r < R && valid; r++)
+        for (int64_t k = 0; k < K; k++) {
+            const int32_t d = mode >= 2 ? idx[r * K + k] : idx[k * R + r];
+            if (has_bias && d >= 0 && d < D0 && (eidx[r * K + k] < 0 || eidx[r * K + k] >= EB)) valid = false;
+        }
     if (R * H == 0) valid = true;
 
     const size_t es = dsize(dt), ses = dsize(sdt);
@@ -117,7 +123,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FZ_REQUIRE(s2 == ACLNN_SUCCESS, "phase 2 refused valid data: %d", s2);
         /* out, bit for bit: acc = x1 + x2, then each present slot term s * (x_d + b_e)
          * in slot order, all in float64, one rounding. Absent inputs are absent
-         * terms (a dropped row adds only its bias); no term at all gives +0.0. */
+         * terms (a dropped slot has none, bias included); no term at all gives +0.0. */
         for (int64_t r = 0; r < R; r++)
             for (int64_t j = 0; j < H; j++) {
                 double acc = 0;
@@ -128,7 +134,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 }
                 for (int64_t k = 0; k < K; k++) {
                     const int64_t d = mode >= 2 ? idx[r * K + k] : idx[k * R + r];
-                    if (d < 0 && !has_bias) continue;
+                    if (d < 0 || d >= D0) continue;
                     double t;
                     /* mode 1/3 rows (E, C, H) with padded rows: row d at d * (H + pad_x) */
                     const double xv = d >= 0 ? decode(dt, load(dt, x.data, d * (H + pad_x) + j)) : 0;

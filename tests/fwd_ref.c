@@ -124,8 +124,9 @@ void fr_forward(const fr_problem *p, void *out) {
             }
             for (int64_t k = 0; k < p->K; k++) {
                 int64_t d = slot_row(p, r, k);
-                bool hx = d >= 0, hb = p->bias != NULL;
-                if (!hx && !hb) continue; /* no term at all, not a +0 */
+                /* a dropped slot (-1, or a value past expandedX's rows) has no term at all */
+                if (d < 0 || d >= p->D) continue;
+                bool hx = true, hb = p->bias != NULL;
                 double t;
                 if (hx && hb) t = fr_decode(dt, p->x, d * p->H + j) + fr_decode(dt, p->bias, p->eidx[r * p->K + k] * p->H + j);
                 else if (hx) t = fr_decode(dt, p->x, d * p->H + j);
@@ -185,7 +186,8 @@ void fr_forward_exact(const fr_problem *p, double *hi, double *lo, double *abs_s
             }
             for (int64_t k = 0; k < p->K; k++) {
                 int64_t d = slot_row(p, r, k);
-                double a = d >= 0 ? fr_decode(dt, p->x, d * p->H + j) : 0;
+                if (d < 0 || d >= p->D) continue; /* a dropped slot */
+                double a = fr_decode(dt, p->x, d * p->H + j);
                 double b = p->bias ? fr_decode(dt, p->bias, p->eidx[r * p->K + k] * p->H + j) : 0;
                 double s = p->scales ? fr_decode(p->sdtype, p->scales, r * p->K + k) : 1.0;
                 dd_add_prod(&h, &l, s, a, b);

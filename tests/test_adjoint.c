@@ -181,13 +181,27 @@ static void trial(int fm, int exact) {
     check(fabs(lhs - rhs) <= tol, exact ? "adjoint identity (exact data)" : "adjoint identity", &q, lhs, rhs, tol);
 
     /* 2. d<g, F>/ds_rk = gradScales[r][k], with bias and x1/x2 in F (they shift
-     * F but not its derivative in s), by central differences of the forward */
+     * F but not its derivative in s), by central differences of the forward.
+     * A dropped slot is where CANN's pair is not adjoint: the forward skips its
+     * whole term (bias too), so the derivative is 0, while the backward still
+     * gives gradScales = bias[e] . g (both as CANN's kernels do). */
     backward(&q, 1, gx, gs);
     for (int64_t i = 0; i < N; i++) {
         double span, d = fd(&q, &q.s[i], 0.125, 1, 1, yp, ym, &span);
         /* gradScales is an fp64 sum rounded once: within U of its value */
         double t = fd_tol(&q, yp, ym, span) + 2 * U * fabs(gs[i]) + 1e-12;
-        check(fabs(d - gs[i]) <= t, "d<g,F>/dscales vs gradScales", &q, d, gs[i], t);
+        if (q.idx_rows[i] >= 0) {
+            check(fabs(d - gs[i]) <= t, "d<g,F>/dscales vs gradScales", &q, d, gs[i], t);
+            continue;
+        }
+        check(fabs(d) <= fd_tol(&q, yp, ym, span) + 1e-12, "d<g,F>/dscales of a dropped slot", &q, d, 0, t);
+        double want = 0, m = 0;
+        for (int64_t j = 0; j < H; j++) {
+            double v = (double)q.bias[q.eidx[i] * H + j] * q.g[(i / K) * H + j];
+            want += v, m += fabs(v);
+        }
+        check(fabs(gs[i] - want) <= 2 * U * m + 1e-300, "gradScales of a dropped slot = bias . g", &q, gs[i], want,
+              2 * U * m);
     }
     /* 3. d<g, F>/dexpandedX = gradExpandedX (= fp32 g*s; 0 for rows no slot names) */
     for (int rep = 0; rep < 6; rep++) {
@@ -196,14 +210,15 @@ static void trial(int fm, int exact) {
         double t = fd_tol(&q, yp, ym, span) + U * fabs(gx[e]) + 1e-12;
         check(fabs(d - gx[e]) <= t, "d<g,F>/dexpandedX vs gradExpandedX", &q, d, gx[e], t);
     }
-    /* 4. bias: per expert, the sum over every slot routed to it (dropped slots
-     * included) of s * g -- computed here in fp64 */
+    /* 4. bias: per expert, the sum over the kept slots routed to it of s * g
+     * (a dropped slot's term is skipped, bias included) -- computed here in fp64 */
     for (int rep = 0; rep < 3; rep++) {
         int64_t eb = tu_int(0, q.Eb - 1), j = tu_int(0, H - 1);
         double want = 0;
         for (int64_t r = 0; r < R; r++)
             for (int64_t k = 0; k < K; k++)
-                if (q.eidx[r * K + k] == eb) want += (double)q.s[r * K + k] * q.g[r * H + j];
+                if (q.eidx[r * K + k] == eb && q.idx_rows[r * K + k] >= 0)
+                    want += (double)q.s[r * K + k] * q.g[r * H + j];
         double span, d = fd(&q, &q.bias[eb * H + j], 0.25, 1, 1, yp, ym, &span);
         double t = fd_tol(&q, yp, ym, span) + 1e-12;
         check(fabs(d - want) <= t, "d<g,F>/dbias", &q, d, want, t);

@@ -32,12 +32,13 @@ def round_from_f64(x, dtype):
     return f.to(dtype)
 
 
-def bias_grad(grad_out, scales, expert_idx, num_experts, dtype, rows_per_chunk=None):
-    """grad_bias[e] = sum over every slot (r, k) routed to e, dropped ones included, of
-    scales[r, k] * grad_out[r]. Products and sums are float64 (an fp32 x fp32 product is exact
-    there) and index_add_ adds the slots one after another in the fixed order r*K + k, so
-    the result is the same bits on every run; it is rounded once to the bias dtype. Rows go
-    in chunks so the float64 products never take more than ~32 MB."""
+def bias_grad(grad_out, scales, expert_idx, num_experts, dtype, rows_per_chunk=None, kept=None):
+    """grad_bias[e] = sum over the kept slots (r, k) routed to e of scales[r, k] * grad_out[r]
+    (a dropped slot's term, bias included, is not in the forward). Products and sums are
+    float64 (an fp32 x fp32 product is exact there) and index_add_ adds the slots one after
+    another in the fixed order r*K + k, so the result is the same bits on every run; it is
+    rounded once to the bias dtype. Rows go in chunks so the float64 products never take more
+    than ~32 MB. kept: (R, K) bools, None for all."""
     R, H = grad_out.shape
     K = expert_idx.shape[1]
     acc = torch.zeros((num_experts, H), dtype=torch.float64)
@@ -47,7 +48,11 @@ def bias_grad(grad_out, scales, expert_idx, num_experts, dtype, rows_per_chunk=N
         g = grad_out[r0:r1].to(torch.float64).repeat_interleave(K, dim=0)
         if scales is not None:
             g = g * scales[r0:r1].to(torch.float64).reshape(-1, 1)
-        acc.index_add_(0, expert_idx[r0:r1].reshape(-1).to(torch.int64), g)
+        e = expert_idx[r0:r1].reshape(-1).to(torch.int64)
+        if kept is not None:
+            k = kept[r0:r1].reshape(-1)
+            g, e = g[k], e[k]
+        acc.index_add_(0, e, g)
     return round_from_f64(acc, dtype)
 
 
@@ -124,10 +129,20 @@ class MoeFinalizeRouting(torch.autograd.Function):
                 gx = gather_grad(grad_out, rows, scales, x, D0)
             if general and need_s and scales is not None:
                 gs = scales_grad(grad_out, rows, x, bias, expert_idx, D0, scales.dtype)
+            if need_s and scales is not None:
+                # The forward skips a dropped slot's whole term (bias too, as CANN's
+                # kernels do), so its scale has gradient 0; the backward operator
+                # still gives bias . grad_y there (CANN's backward), which is not it.
+                dropped = ((rows < 0) | (rows >= D0)).reshape(gs.shape)
+                if bool(dropped.any()):
+                    gs = torch.where(dropped, torch.zeros((), dtype=gs.dtype), gs)
             g_x = gx if need_x else None
             g_s = gs if need_s and scales is not None else None
         if need_b:
-            g_b = bias_grad(grad_out, scales, expert_idx, bias.shape[0], bias.dtype)
+            rows = _backward_index(idx, mode, R, K)[: R * K]
+            D0 = x.shape[0] * x.shape[1] if mode in (1, 3) else x.shape[0]
+            kept = ((rows >= 0) & (rows < D0)).reshape(R, K)
+            g_b = bias_grad(grad_out, scales, expert_idx, bias.shape[0], bias.dtype, kept=kept)
         g_x1 = grad_out if need_x1 else None
         g_x2 = grad_out if need_x2 else None
         return g_x, None, g_x1, g_x2, g_b, g_s, None, None

@@ -18,10 +18,12 @@ def ref_forward_torch(p, v, idx, expert_idx):
     R, K, H = p.R, p.K, p.H
     x = v["expanded_x"].reshape(-1, H)
     d = idx.long().reshape(K, R).t() if p.mode in (0, 1) else idx.long().reshape(R, K)
-    kept = (d >= 0).unsqueeze(-1)
-    xs = torch.where(kept, x[d.clamp(min=0)], torch.zeros((), dtype=torch.float64))  # (R, K, H)
+    kept = ((d >= 0) & (d < x.shape[0])).unsqueeze(-1)
+    xs = x[d.clamp(0, x.shape[0] - 1)]  # (R, K, H)
     if "bias" in v:
         xs = xs + v["bias"][expert_idx.long()]
+    # a dropped slot (-1, or past expandedX's rows) has no term at all, bias included
+    xs = torch.where(kept, xs, torch.zeros((), dtype=torch.float64))
     s = v["scales"] if "scales" in v else torch.ones((R, 1), dtype=torch.float64)
     out = (s.unsqueeze(-1) * xs).sum(1)
     if "x1" in v:
@@ -285,7 +287,7 @@ class ForwardAndGradients(unittest.TestCase):
         self.assertEqual(cm.exception.status, 561002)  # CANN's tiling code
         self.assertIn("dropPadMode", str(cm.exception))
         bad = s.idx.clone()
-        bad[0] = s.t["expanded_x"].shape[0]  # a row CANN would read out of bounds
+        bad[0] = -5  # a row CANN would read out of bounds (mode 0: a negative value)
         with self.assertRaises(ValueError) as cm:
             moefr.moe_finalize_routing(s.t["expanded_x"], bad, scales=s.t["scales"])
         self.assertEqual(cm.exception.status, 161002)

@@ -303,7 +303,7 @@ def forward_case(dt, sdt, mode, with_scales, with_bias, nx, big=False):
         return
     check_only_files(out, ["out.npy"], label)
     # SPEC section 8 order: acc = x1 + x2, then k = 0..K-1: acc += s * (x_d + b_e), all in float64, one rounding.
-    # Absent inputs are absent terms (as the library and tests/fwd_ref.c): a dropped row adds no x_d, and the
+    # Absent inputs are absent terms (as the library and tests/fwd_ref.c): a dropped slot adds nothing, and the
     # sum starts at its first present term, not at +0.0, so a lone -0.0 term stays -0.0; no term at all gives +0.0.
     x64 = widen(x, dt).reshape(D, H)
     want = np.zeros((R, H))
@@ -316,12 +316,11 @@ def forward_case(dt, sdt, mode, with_scales, with_bias, nx, big=False):
         for k in range(K):
             di = int(idx[k * R + r] if mode in (0, 1) else idx[r * K + k])
             s = widen(sc, sdt)[r, k] if with_scales else 1.0
-            term = x64[di] if di >= 0 else None
-            if with_bias:
-                b = widen(bias, dt)[int(ei[r, k])]
-                term = b if term is None else term + b
-            if term is None:
+            if di < 0 or di >= D:  # a dropped slot has no term at all, bias included (as CANN's kernels)
                 continue
+            term = x64[di]
+            if with_bias:
+                term = term + widen(bias, dt)[int(ei[r, k])]
             acc = s * term if acc is None else acc + s * term
         want[r] = np.zeros(H) if acc is None else acc
     want_bits = bitsof(to_bits(round_to(want, dt), dt))
@@ -463,17 +462,21 @@ def test_bad_inputs(op):
     expect_error(f"{op}: --out below a file", a, 3, [blocker], None)
 
     # ---- exit 1: rejected by the operator
-    p = variant("wrongshape", arr_fn=lambda a: a[:-1])
+    # (the forward takes expandedX's rows as the index bound, so its wrong shape is a rank)
+    p = variant("wrongshape", arr_fn=(lambda a: a[:-1]) if op == "grad" else (lambda a: a.reshape(-1)))
     expect_error(f"{op}: wrong shape", args_with(**{target: p}), 1, [flag, "161002", "561002", "561103"], out)
     p = save(f"{d}/idx_f32.npy", idx.astype(np.float32))
     expect_error(f"{op}: index as float32", args_with(idx=p), 1, ["--expanded-row-idx", "expandedRowIdx"], out)
     bad = idx.copy()
-    bad[4] = R * K  # out of range: a dropped slot for the backward (as CANN's kernel), out of bounds for the forward
+    bad[4] = R * K  # past the rows: a dropped slot in both operators (the forward as Ascend 950's kernel)
     p = save(f"{d}/idx_range.npy", bad)
+    expect_success(f"{op}: index past the rows (a dropped slot)", args_with(idx=p), out)
+    bad[4] = -2  # negative: a dropped slot for the backward, an out-of-bounds read for the forward
+    p = save(f"{d}/idx_neg.npy", bad)
     if op == "grad":
-        expect_success(f"{op}: index out of range (a dropped slot)", args_with(idx=p), out)
+        expect_success(f"{op}: negative index (a dropped slot)", args_with(idx=p), out)
     else:
-        expect_error(f"{op}: index out of range", args_with(idx=p), 1, ["--expanded-row-idx"], out)
+        expect_error(f"{op}: negative index", args_with(idx=p), 1, ["--expanded-row-idx"], out)
     bad = idx.copy()
     bad[1] = bad[2]  # a repeat: the backward keeps the last writer, the forward reads the row twice
     p = save(f"{d}/idx_dup.npy", bad)

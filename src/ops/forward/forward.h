@@ -15,6 +15,7 @@ typedef struct fwd_plan {
     bool row_laid, drop_pad;
     bool has_x1, has_x2, has_bias, has_scales, has_eidx;
     bool strict;              /* MOEFR_STRICT=1 at phase 1 */
+    bool drop_high;           /* modes 0/2, Ascend 950 rules: values >= D0 are dropped slots */
     int64_t R, K, H, N;       /* N = R*K entries of expandedRowIdx that are read */
     int64_t D0;               /* rows of expandedX: dim0, or E*C in drop-pad modes */
     int64_t E;                /* bias rows */

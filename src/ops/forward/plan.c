@@ -132,6 +132,7 @@ aclnnStatus aclnnMoeFinalizeRoutingV2GetWorkspaceSize(const aclTensor *expandedX
     pl.has_scales = scalesOptional != NULL;
     pl.has_eidx = expertIdxOptional != NULL;
     pl.strict = mf_index_strict();
+    pl.drop_high = !pl.drop_pad && !mf_soc_strict();
     pl.dtype = expandedX->dtype;
     pl.dt = mf_dt_of(expandedX->dtype);
     pl.es = mf_dtype_size(expandedX->dtype);

@@ -35,9 +35,12 @@ static void fill_slots(const fwd_ctx *c, int64_t r, int64_t k0, int64_t k1, mf_f
         const int q = (int)(k - k0);
         const int64_t i = p->row_laid ? r * p->K + k : k * p->R + r;
         const int32_t d = mf_small_i32(&c->idx, i, 0);
-        /* validated: d in [0, D0), or -1 (no row) in drop-pad modes */
-        t->x[q] = d >= 0 ? mf_row(&c->x, d) : NULL;
-        t->b[q] = p->has_bias ? mf_row(&c->bias, mf_small_i32(&c->eidx, r, k)) : NULL;
+        /* validated: d in [0, D0), or a dropped slot (-1 in drop-pad modes,
+         * >= D0 in modes 0/2 under Ascend 950's rules), whose whole term,
+         * bias included, is absent, as CANN's kernels skip it */
+        const bool kept = d >= 0 && d < p->D0;
+        t->x[q] = kept ? mf_row(&c->x, d) : NULL;
+        t->b[q] = kept && p->has_bias ? mf_row(&c->bias, mf_small_i32(&c->eidx, r, k)) : NULL;
         t->s[q] = p->has_scales ? (double)mf_small_f32(&c->scales, r, k) : 1.0;
     }
 }
@@ -50,7 +53,7 @@ static void fill_next(const fwd_ctx *c, int64_t r, int64_t r1, mf_fwd_row *t) {
     for (int64_t k = 0; k < p->K && k < MF_FWD_KMAX; k++) {
         const int64_t i = p->row_laid ? r * p->K + k : k * p->R + r;
         const int32_t d = mf_small_i32(&c->idx, i, 0);
-        if (d >= 0) t->next[t->nnext++] = mf_row(&c->x, d);
+        if (d >= 0 && d < p->D0) t->next[t->nnext++] = mf_row(&c->x, d);
     }
     if (p->has_x1) t->next[t->nnext++] = mf_row(&c->x1, r);
     if (p->has_x2) t->next[t->nnext++] = mf_row(&c->x2, r);
@@ -93,27 +96,43 @@ static void fwd_tokens(void *vctx, int64_t r0, int64_t r1) {
 }
 
 /* Index values CANN's kernel would read expandedX out of bounds with are
- * refused; in drop-pad modes -1 is a dropped slot. MOEFR_STRICT=1 adds the
+ * refused; in drop-pad modes -1 is a dropped slot, in modes 0/2 (Ascend 950)
+ * so is any value at or past expandedX's rows. MOEFR_STRICT=1 adds the
  * documented rules: modes 0/2 a permutation-style index in [0, R*K), no
  * value twice (modes 1/3: no value but -1 twice). */
 static aclnnStatus check_values(const fwd_ctx *c, void *ws) {
     const fwd_plan *p = c->p;
     const int64_t lo = p->drop_pad ? -1 : 0;
+    /* Ascend 950's kernel skips values >= expandedX's rows in modes 0/2; A2/A3's reads them */
+    const int64_t hi = p->drop_high ? INT32_MAX + (int64_t)1 : p->D0;
     for (int64_t i = 0; i < p->N; i++) {
         const int32_t d = mf_small_i32(&c->idx, i, 0);
-        if (d < lo || d >= p->D0)
+        if (d < lo && p->drop_high)
+            return mf_fail(ACLNN_ERR_PARAM_INVALID,
+                           "%s: expandedRowIdx[%lld] = %d is negative (expandedX has %lld rows; values at or past them "
+                           "drop a slot)", OP, (long long)i, (int)d, (long long)p->D0);
+        if (d < lo || d >= hi)
             return mf_fail(ACLNN_ERR_PARAM_INVALID,
                            "%s: expandedRowIdx[%lld] = %d is out of range [%lld, %lld) (expandedX has %lld rows%s)", OP,
                            (long long)i, (int)d, (long long)lo, (long long)p->D0, (long long)p->D0,
                            p->drop_pad ? "; -1 drops a slot" : "");
     }
     if (p->strict) {
-        int64_t hi = p->drop_pad ? p->D0 : (p->D0 < p->N ? p->D0 : p->N);
-        if (hi > ((int64_t)1 << 31)) hi = (int64_t)1 << 31; /* int32 reach */
-        aclnnStatus rc = mf_check_index(OP, "expandedRowIdx", &c->idx, p->N, 0, lo, hi, (uint64_t *)ws);
+        int64_t shi = p->drop_pad ? p->D0 : (p->D0 < p->N ? p->D0 : p->N);
+        if (shi > ((int64_t)1 << 31)) shi = (int64_t)1 << 31; /* int32 reach */
+        aclnnStatus rc = mf_check_index(OP, "expandedRowIdx", &c->idx, p->N, 0, lo, shi, (uint64_t *)ws);
         if (rc != ACLNN_SUCCESS) return rc;
     }
-    if (p->has_bias) return mf_check_range_2d(OP, "expertIdxOptional", &c->eidx, p->R, p->K, p->E);
+    /* bias[expertIdx] is read for kept slots only (CANN skips a dropped
+     * slot before it reads its expert) */
+    for (int64_t r = 0; p->has_bias && r < p->R; r++)
+        for (int64_t k = 0; k < p->K; k++) {
+            const int32_t d = mf_small_i32(&c->idx, p->row_laid ? r * p->K + k : k * p->R + r, 0);
+            const int32_t e = mf_small_i32(&c->eidx, r, k);
+            if (d >= 0 && d < p->D0 && (e < 0 || e >= p->E))
+                return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: expertIdxOptional[%lld][%lld] = %d is out of range [0, %lld)",
+                               OP, (long long)r, (long long)k, (int)e, (long long)p->E);
+        }
     return ACLNN_SUCCESS;
 }
 

@@ -17,7 +17,8 @@
 _Static_assert(ACL_DT_UNDEFINED == -1 && ACL_FLOAT == 0 && ACL_FLOAT16 == 1 && ACL_INT8 == 2 && ACL_INT32 == 3 &&
                    ACL_UINT8 == 4 && ACL_INT16 == 6 && ACL_UINT16 == 7 && ACL_UINT32 == 8 && ACL_INT64 == 9 &&
                    ACL_UINT64 == 10 && ACL_DOUBLE == 11 && ACL_BOOL == 12 && ACL_STRING == 13 &&
-                   ACL_COMPLEX64 == 16 && ACL_COMPLEX128 == 17 && ACL_BF16 == 27,
+                   ACL_COMPLEX64 == 16 && ACL_COMPLEX128 == 17 && ACL_BF16 == 27 && ACL_INT4 == 29 &&
+                   ACL_UINT1 == 30 && ACL_COMPLEX32 == 33,
                "aclDataType values");
 _Static_assert(ACL_FORMAT_UNDEFINED == -1 && ACL_FORMAT_NCHW == 0 && ACL_FORMAT_NHWC == 1 && ACL_FORMAT_ND == 2,
                "aclFormat values");
@@ -31,11 +32,6 @@ _Static_assert(ACLNN_SUCCESS == 0 && ACLNN_ERR_PARAM_NULLPTR == 161001 && ACLNN_
                    ACLNN_ERR_INNER_INFERSHAPE_ERROR == 561001 && ACLNN_ERR_INNER_TILING_ERROR == 561002 &&
                    ACLNN_ERR_INNER_CREATE_EXECUTOR == 561101 && ACLNN_ERR_INNER_NULLPTR == 561103,
                "aclnnStatus values");
-_Static_assert(ACL_SUCCESS == 0 && ACL_ERROR_INVALID_PARAM == 100000 && ACL_ERROR_UNINITIALIZE == 100001 &&
-                   ACL_ERROR_REPEAT_INITIALIZE == 100002 && ACL_ERROR_BAD_ALLOC == 200000 &&
-                   ACL_ERROR_API_NOT_SUPPORT == 200001 && ACL_ERROR_INVALID_DEVICE == 200002 &&
-                   ACL_ERROR_INTERNAL_ERROR == 500000 && ACL_ERROR_FAILURE == 500001,
-               "aclError values");
 /* typedefs of SPEC section 2 (a wrong one is a redefinition error) */
 typedef int aclError;
 typedef int32_t aclnnStatus;

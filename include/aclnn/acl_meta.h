@@ -24,6 +24,10 @@ typedef struct aclTensorList aclTensorList;
 typedef struct aclScalarList aclScalarList;
 
 typedef int32_t aclnnStatus;
+#ifdef __cplusplus
+/* CANN's C++ header also names success OK (C programs use ACLNN_SUCCESS). */
+constexpr aclnnStatus OK = 0;
+#endif
 
 /* ---- creation: NULL on failure, with a message in aclGetRecentErrMsg ---- */
 

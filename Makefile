@@ -108,3 +108,5 @@ test-valgrind: test-valgrind-host
 test-valgrind-host: test-deps build
 	@for t in $(VALGRIND_HOST_TESTS); do \
 	  echo "valgrind: $(BUILD)/tests/$$t"; $(VALGRIND) $(BUILD)/tests/$$t >/dev/null || exit 1; done
+# the host API's many-threads case under TSan too
+TSAN_TESTS += test_host_api

@@ -410,6 +410,67 @@ static void float_to_fp16(void) {
     }
 }
 
+/* ---- many threads at once: each churns its own handles and objects, and all
+ * share one stream and one context (also run under TSan: make test-tsan) ---- */
+struct churn { aclrtStream shared_stream; aclrtContext shared_ctx; int id, failed_at; };
+
+static void *churn_thread(void *arg) {
+    struct churn *c = arg;
+#define STEP(cond) do { if (!(cond)) { c->failed_at = __LINE__; return NULL; } } while (0)
+    for (int it = 0; it < 200; it++) {
+        aclrtContext ctx = NULL, cur = NULL;
+        STEP(aclrtCreateContext(&ctx, 0) == ACL_SUCCESS);
+        STEP(aclrtGetCurrentContext(&cur) == ACL_SUCCESS && cur == ctx);
+        STEP(aclrtSetCurrentContext(c->shared_ctx) == ACL_SUCCESS);
+        STEP(aclrtDestroyContext(ctx) == ACL_SUCCESS);
+        STEP(aclrtGetCurrentContext(&cur) == ACL_SUCCESS && cur == c->shared_ctx);
+        aclrtEvent a = NULL, b = NULL;
+        STEP(aclrtCreateEvent(&a) == ACL_SUCCESS && aclrtCreateEvent(&b) == ACL_SUCCESS);
+        STEP(aclrtRecordEvent(a, c->shared_stream) == ACL_SUCCESS);
+        unsigned char buf[97], src[97];
+        memset(src, c->id + it, sizeof src);
+        STEP(aclrtMemcpyAsync(buf, sizeof buf, src, sizeof src, ACL_MEMCPY_HOST_TO_DEVICE, c->shared_stream) ==
+             ACL_SUCCESS);
+        STEP(memcmp(buf, src, sizeof buf) == 0);
+        STEP(aclrtRecordEvent(b, c->shared_stream) == ACL_SUCCESS);
+        float ms = -1.0f;
+        STEP(aclrtEventElapsedTime(&ms, a, b) == ACL_SUCCESS && ms >= 0.0f);
+        STEP(aclrtStreamWaitEvent(c->shared_stream, b) == ACL_SUCCESS);
+        STEP(aclrtDestroyEvent(a) == ACL_SUCCESS && aclrtDestroyEvent(b) == ACL_SUCCESS);
+        int64_t v[3] = {it, c->id, 7};
+        aclIntArray *ia = aclCreateIntArray(v, 3);
+        int64_t dims[1] = {3};
+        aclTensor *t = aclCreateTensor(dims, 1, ACL_INT64, NULL, 0, ACL_FORMAT_ND, dims, 1, v);
+        const aclTensor *one[1] = {t};
+        aclTensorList *tl = aclCreateTensorList(one, 1);
+        uint64_t n = 0;
+        STEP(ia && t && tl && aclGetIntArraySize(ia, &n) == ACLNN_SUCCESS && n == 3);
+        STEP(aclDestroyIntArray(ia) == ACLNN_SUCCESS && aclDestroyTensorList(tl) == ACLNN_SUCCESS);
+    }
+#undef STEP
+    return NULL;
+}
+
+static void threads(void) {
+    enum { NT = 4 };
+    struct churn c[NT];
+    pthread_t th[NT];
+    aclrtStream s = NULL;
+    aclrtContext ctx = NULL;
+    CHECK_RC(aclrtCreateStream(&s), ACL_SUCCESS);
+    CHECK_RC(aclrtCreateContext(&ctx, 0), ACL_SUCCESS);
+    for (int i = 0; i < NT; i++) {
+        c[i] = (struct churn){s, ctx, i, 0};
+        CHECK(pthread_create(&th[i], NULL, churn_thread, &c[i]) == 0);
+    }
+    for (int i = 0; i < NT; i++) {
+        pthread_join(th[i], NULL);
+        if (c[i].failed_at) TU_FAIL("thread %d failed at line %d", i, c[i].failed_at);
+    }
+    CHECK_RC(aclrtDestroyContext(ctx), ACL_SUCCESS);
+    CHECK_RC(aclrtDestroyStream(s), ACL_SUCCESS);
+}
+
 int main(void) {
     tu_seed("test_host_api");
     CHECK_RC(aclInit(NULL), ACL_SUCCESS);
@@ -420,6 +481,7 @@ int main(void) {
     versions();
     fp16_to_float();
     float_to_fp16();
+    threads();
     CHECK_RC(aclrtResetDevice(0), ACL_SUCCESS);
     CHECK_RC(aclFinalize(), ACL_SUCCESS);
     printf("test_host_api: ok\n");

@@ -25,6 +25,9 @@ _Static_assert(ACL_DT_UNDEFINED == -1 && ACL_FLOAT == 0 && ACL_FLOAT16 == 1 && A
                    ACL_COMPLEX64 == 16 && ACL_COMPLEX128 == 17 && ACL_BF16 == 27 && ACL_INT4 == 29 &&
                    ACL_UINT1 == 30 && ACL_COMPLEX32 == 33,
                "aclDataType values");
+_Static_assert(ACL_HIFLOAT8 == 34 && ACL_FLOAT8_E5M2 == 35 && ACL_FLOAT8_E4M3FN == 36 && ACL_FLOAT8_E8M0 == 37 &&
+                   ACL_FLOAT6_E3M2 == 38 && ACL_FLOAT6_E2M3 == 39 && ACL_FLOAT4_E2M1 == 40 && ACL_FLOAT4_E1M2 == 41,
+               "aclDataType values of later CANN releases");
 _Static_assert(ACL_FORMAT_UNDEFINED == -1 && ACL_FORMAT_NCHW == 0 && ACL_FORMAT_NHWC == 1 && ACL_FORMAT_ND == 2,
                "aclFormat values");
 _Static_assert(ACL_MEM_MALLOC_HUGE_FIRST == 0 && ACL_MEM_MALLOC_HUGE_ONLY == 1 && ACL_MEM_MALLOC_NORMAL_ONLY == 2,

@@ -332,7 +332,9 @@ static void versions(void) {
         {ACL_FLOAT, 4}, {ACL_FLOAT16, 2}, {ACL_INT8, 1}, {ACL_INT32, 4}, {ACL_UINT8, 1}, {ACL_INT16, 2},
         {ACL_UINT16, 2}, {ACL_UINT32, 4}, {ACL_INT64, 8}, {ACL_UINT64, 8}, {ACL_DOUBLE, 8}, {ACL_BOOL, 1},
         {ACL_STRING, 0}, {ACL_COMPLEX64, 8}, {ACL_COMPLEX128, 16}, {ACL_BF16, 2}, {ACL_INT4, 1}, {ACL_UINT1, 1},
-        {ACL_COMPLEX32, 4}, {ACL_DT_UNDEFINED, 0}, {(aclDataType)5, 0}, {(aclDataType)99, 0}};
+        {ACL_COMPLEX32, 4}, {ACL_HIFLOAT8, 1}, {ACL_FLOAT8_E5M2, 1}, {ACL_FLOAT8_E4M3FN, 1}, {ACL_FLOAT8_E8M0, 1},
+        {ACL_FLOAT6_E3M2, 1}, {ACL_FLOAT6_E2M3, 1}, {ACL_FLOAT4_E2M1, 1}, {ACL_FLOAT4_E1M2, 1},
+        {ACL_DT_UNDEFINED, 0}, {(aclDataType)5, 0}, {(aclDataType)42, 0}, {(aclDataType)99, 0}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         if (aclDataTypeSize(sizes[i].t) != sizes[i].n)
             TU_FAIL("aclDataTypeSize(%d) = %zu, want %zu", (int)sizes[i].t, aclDataTypeSize(sizes[i].t), sizes[i].n);

@@ -149,7 +149,17 @@ typedef enum aclDataType {
     ACL_BF16 = 27,
     ACL_INT4 = 29,
     ACL_UINT1 = 30,
-    ACL_COMPLEX32 = 33
+    ACL_COMPLEX32 = 33,
+    /* added by CANN releases after 8.1.RC1; declared so that code written for
+     * them compiles (moefr's operators accept none of them) */
+    ACL_HIFLOAT8 = 34,
+    ACL_FLOAT8_E5M2 = 35,
+    ACL_FLOAT8_E4M3FN = 36,
+    ACL_FLOAT8_E8M0 = 37,
+    ACL_FLOAT6_E3M2 = 38,
+    ACL_FLOAT6_E2M3 = 39,
+    ACL_FLOAT4_E2M1 = 40,
+    ACL_FLOAT4_E1M2 = 41
 } aclDataType;
 
 typedef enum aclFormat {
@@ -200,7 +210,8 @@ ACL_FUNC_VISIBILITY float aclFloat16ToFloat(aclFloat16 value);
 ACL_FUNC_VISIBILITY aclFloat16 aclFloatToFloat16(float value);
 
 /* Bytes per element; 0 for ACL_STRING, ACL_DT_UNDEFINED and unknown values.
- * The sub-byte types (ACL_INT4, ACL_UINT1) report 1: see docs/CANN_COMPAT.md. */
+ * The 8-bit float types report 1, and so do the packed sub-byte types
+ * (ACL_INT4, ACL_UINT1, the 6- and 4-bit floats): see docs/CANN_COMPAT.md. */
 ACL_FUNC_VISIBILITY size_t aclDataTypeSize(aclDataType dataType);
 
 /* A fixed name for the CPU "device": "moefr-cpu" (see docs/CANN_COMPAT.md). */

@@ -100,3 +100,13 @@ fuzz:
 	  -DMOEFR_SANITIZE=address,undefined "-DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link -fno-sanitize-recover=all" >/dev/null
 	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target $(FUZZ_TARGETS)
 	@for t in $(FUZZ_TARGETS); do fuzz/run.sh $$t $(FUZZ_SECONDS) $(FUZZ_BUILD) || exit 1; done
+
+# ---- Issue 12: the host API and the aclnn objects under valgrind (test-valgrind runs it) ----
+VALGRIND_HOST_TESTS := test_host_api test_objects test_cann_idioms
+.PHONY: test-valgrind-host
+test-valgrind: test-valgrind-host
+test-valgrind-host: test-deps build
+	@for t in $(VALGRIND_HOST_TESTS); do \
+	  echo "valgrind: $(BUILD)/tests/$$t"; $(VALGRIND) $(BUILD)/tests/$$t >/dev/null || exit 1; done
+# the host API's many-threads case under TSan too
+TSAN_TESTS += test_host_api

@@ -55,6 +55,8 @@ struct aclTensor {
     int64_t offset;               /* in elements */
     int64_t numel;                /* product of dims */
     int64_t storage_numel;        /* product of storageDims */
+    int32_t storage_ndim;
+    int64_t storage_dims[MF_MAX_DIMS];
     void *data;
 };
 /* True when t is a tensor aclCreateTensor returned and nobody destroyed. */
@@ -68,9 +70,35 @@ static inline char *mf_tensor_base(const aclTensor *t) {
 /* "(2, 3, 4)" into buf. */
 const char *mf_shape_str(const aclTensor *t, char *buf, size_t n);
 
+/* ---- runtime (runtime.c) ---- */
+/* ACL_SUCCESS for NULL (the default stream) or a live stream; else a message and ACL_ERROR_INVALID_PARAM. */
+int mf_check_stream(const char *fn, aclrtStream stream);
+
+/* ---- aclnn objects (objects.c) ---- */
+struct aclScalar {
+    aclDataType dtype;
+    unsigned char bytes[16] __attribute__((aligned(16))); /* the value, aclDataTypeSize(dtype) bytes */
+};
+/* aclIntArray, aclFloatArray, aclBoolArray share one layout: n values follow. */
+typedef enum { MF_ARRAY_INT = 1, MF_ARRAY_FLOAT = 2, MF_ARRAY_BOOL = 3 } mf_array_kind;
+typedef struct mf_array {
+    mf_array_kind kind;
+    uint64_t n;
+    void *values; /* int64_t[n], float[n] or bool[n]; NULL when n == 0 */
+} mf_array;
+/* aclTensorList and aclScalarList: n owned element pointers (elements may be NULL). */
+typedef enum { MF_LIST_TENSOR = 1, MF_LIST_SCALAR = 2 } mf_list_kind;
+typedef struct mf_list {
+    mf_list_kind kind;
+    uint64_t n;
+    const void **items;
+} mf_list;
+
 /* ---- pointer registry (registry.c): a mutex-guarded hash set ---- */
 typedef struct mf_registry mf_registry;
 extern mf_registry mf_tensors, mf_executors, mf_streams, mf_allocs;
+/* host API objects (objects.c, context.c) */
+extern mf_registry mf_scalars, mf_arrays, mf_lists, mf_contexts, mf_events;
 bool mf_registry_add(mf_registry *r, const void *p);    /* false on OOM */
 bool mf_registry_remove(mf_registry *r, const void *p); /* false if absent */
 bool mf_registry_has(mf_registry *r, const void *p);

@@ -414,7 +414,23 @@ static void address_setters(void) {
     CHECK_RC(aclSetOutputTensorAddr(ex, 2, t[6], b[0]->gx), ACLNN_ERR_PARAM_INVALID);
     CHECK_RC(aclSetTensorAddr(ex, 8, t[6], b[0]->gx), ACLNN_ERR_PARAM_INVALID);
     CHECK_RC(aclSetInputTensorAddr(ex, 0, NULL, b[0]->gy), ACLNN_ERR_INNER_NULLPTR);
-    CHECK_RC(aclSetInputTensorAddr(NULL, 0, t[0], b[0]->gy), ACLNN_ERR_INNER_NULLPTR);
+    CHECK_RC(aclSetInputTensorAddr(NULL, 0, t[0], b[1]->gy), ACLNN_ERR_INNER_NULLPTR);
+    /* CANN's order: the tensor took the address before the executor was looked at */
+    void *raw = NULL;
+    CHECK_RC(aclGetRawTensorAddr(t[0], &raw), ACLNN_SUCCESS);
+    CHECK(raw == b[1]->gy);
+    /* the tensor-list forms: these operators have none, so every irIndex is refused */
+    int64_t d1[1] = {1};
+    float one = 0;
+    const aclTensor *el[1] = {tu_tensor(d1, 1, ACL_FLOAT, &one)};
+    aclTensorList *list = aclCreateTensorList(el, 1);
+    CHECK(list != NULL);
+    CHECK_RC(aclSetDynamicInputTensorAddr(ex, 0, 0, list, &one), ACLNN_ERR_PARAM_INVALID);
+    CHECK(tu_msg_has("irIndex", NULL));
+    CHECK_RC(AclSetDynamicOutputTensorAddr(ex, 0, 0, list, &one), ACLNN_ERR_PARAM_INVALID);
+    CHECK_RC(aclSetDynamicTensorAddr(ex, 0, 0, NULL, &one), ACLNN_ERR_INNER_NULLPTR);
+    CHECK_RC(aclSetDynamicTensorAddr(NULL, 0, 0, list, &one), ACLNN_ERR_INNER_NULLPTR);
+    CHECK_RC(aclDestroyTensorList(list), ACLNN_SUCCESS); /* owns its element */
     CHECK_RC(AclSetTensorAddr(NULL, 0, t[0], b[0]->gy), ACLNN_ERR_INNER_NULLPTR);
     CHECK_RC(aclDestroyAclOpExecutor(ex), ACLNN_SUCCESS);
     CHECK_RC(aclSetInputTensorAddr(ex, 0, t[0], b[0]->gy), ACLNN_ERR_PARAM_INVALID);

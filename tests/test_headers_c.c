@@ -2,6 +2,9 @@
  * -std=c11 -Wall -Wextra -Werror -pedantic): SPEC section 2 values and the exact signatures. */
 #include "acl/acl.h"
 #include "acl/acl_base.h"
+#include "acl/acl_rt.h"
+#include "acl/error_codes/ge_error_codes.h"
+#include "acl/error_codes/rt_error_codes.h"
 #include "aclnn/acl_meta.h"
 #include "aclnn/aclnn_base.h"
 #include "aclnnop/aclnn_moe_finalize_routing_v2.h"
@@ -14,11 +17,17 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "host_api_signatures.h"
+
 _Static_assert(ACL_DT_UNDEFINED == -1 && ACL_FLOAT == 0 && ACL_FLOAT16 == 1 && ACL_INT8 == 2 && ACL_INT32 == 3 &&
                    ACL_UINT8 == 4 && ACL_INT16 == 6 && ACL_UINT16 == 7 && ACL_UINT32 == 8 && ACL_INT64 == 9 &&
                    ACL_UINT64 == 10 && ACL_DOUBLE == 11 && ACL_BOOL == 12 && ACL_STRING == 13 &&
-                   ACL_COMPLEX64 == 16 && ACL_COMPLEX128 == 17 && ACL_BF16 == 27,
+                   ACL_COMPLEX64 == 16 && ACL_COMPLEX128 == 17 && ACL_BF16 == 27 && ACL_INT4 == 29 &&
+                   ACL_UINT1 == 30 && ACL_COMPLEX32 == 33,
                "aclDataType values");
+_Static_assert(ACL_HIFLOAT8 == 34 && ACL_FLOAT8_E5M2 == 35 && ACL_FLOAT8_E4M3FN == 36 && ACL_FLOAT8_E8M0 == 37 &&
+                   ACL_FLOAT6_E3M2 == 38 && ACL_FLOAT6_E2M3 == 39 && ACL_FLOAT4_E2M1 == 40 && ACL_FLOAT4_E1M2 == 41,
+               "aclDataType values of later CANN releases");
 _Static_assert(ACL_FORMAT_UNDEFINED == -1 && ACL_FORMAT_NCHW == 0 && ACL_FORMAT_NHWC == 1 && ACL_FORMAT_ND == 2,
                "aclFormat values");
 _Static_assert(ACL_MEM_MALLOC_HUGE_FIRST == 0 && ACL_MEM_MALLOC_HUGE_ONLY == 1 && ACL_MEM_MALLOC_NORMAL_ONLY == 2,
@@ -31,17 +40,88 @@ _Static_assert(ACLNN_SUCCESS == 0 && ACLNN_ERR_PARAM_NULLPTR == 161001 && ACLNN_
                    ACLNN_ERR_INNER_INFERSHAPE_ERROR == 561001 && ACLNN_ERR_INNER_TILING_ERROR == 561002 &&
                    ACLNN_ERR_INNER_CREATE_EXECUTOR == 561101 && ACLNN_ERR_INNER_NULLPTR == 561103,
                "aclnnStatus values");
-_Static_assert(ACL_SUCCESS == 0 && ACL_ERROR_INVALID_PARAM == 100000 && ACL_ERROR_UNINITIALIZE == 100001 &&
-                   ACL_ERROR_REPEAT_INITIALIZE == 100002 && ACL_ERROR_BAD_ALLOC == 200000 &&
-                   ACL_ERROR_API_NOT_SUPPORT == 200001 && ACL_ERROR_INVALID_DEVICE == 200002 &&
-                   ACL_ERROR_INTERNAL_ERROR == 500000 && ACL_ERROR_FAILURE == 500001,
-               "aclError values");
+_Static_assert(ACL_FORMAT_NC == 35 && ACL_FORMAT_NCL == 47 && ACL_FRACTAL_Z_3D == 33, "aclFormat values (8.1.RC1)");
+_Static_assert(ACL_MEM_MALLOC_HUGE_FIRST_P2P == 3 && ACL_MEM_MALLOC_HUGE_ONLY_P2P == 4 &&
+                   ACL_MEM_MALLOC_NORMAL_ONLY_P2P == 5 && ACL_MEM_MALLOC_HUGE1G_ONLY == 6 &&
+                   ACL_MEM_MALLOC_HUGE1G_ONLY_P2P == 7 && ACL_MEM_TYPE_LOW_BAND_WIDTH == 0x100 &&
+                   ACL_MEM_TYPE_HIGH_BAND_WIDTH == 0x1000 && ACL_MEM_ACCESS_USER_SPACE_READONLY == 0x100000,
+               "aclrtMemMallocPolicy values (8.1.RC1)");
+_Static_assert(ACL_MEMCPY_DEFAULT == 4 && ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE == 5 &&
+                   ACL_MEMCPY_INNER_DEVICE_TO_DEVICE == 6 && ACL_MEMCPY_INTER_DEVICE_TO_DEVICE == 7,
+               "aclrtMemcpyKind values (8.1.RC1)");
+_Static_assert(ACL_DEVICE == 0 && ACL_HOST == 1, "aclrtRunMode");
+_Static_assert(ACL_EVENT_STATUS_COMPLETE == 0 && ACL_EVENT_STATUS_NOT_READY == 1 && ACL_EVENT_STATUS_RESERVED == 2 &&
+                   ACL_EVENT_RECORDED_STATUS_NOT_READY == 0 && ACL_EVENT_RECORDED_STATUS_COMPLETE == 1 &&
+                   ACL_EVENT_WAIT_STATUS_COMPLETE == 0 && ACL_EVENT_WAIT_STATUS_NOT_READY == 1 &&
+                   ACL_EVENT_WAIT_STATUS_RESERVED == 0xFFFF,
+               "event status enums");
+_Static_assert(ACL_STREAM_STATUS_COMPLETE == 0 && ACL_STREAM_STATUS_NOT_READY == 1 &&
+                   ACL_STREAM_STATUS_RESERVED == 0xFFFF,
+               "aclrtStreamStatus");
+_Static_assert(ACL_EVENT_SYNC == 1u && ACL_EVENT_CAPTURE_STREAM_PROGRESS == 2u && ACL_EVENT_TIME_LINE == 8u &&
+                   ACL_EVENT_EXTERNAL == 0x20u && ACL_STREAM_FAST_LAUNCH == 1u && ACL_STREAM_FAST_SYNC == 2u,
+               "flag bits");
+_Static_assert(ACL_HBM_MEM_P2P_HUGE1G == 11 && ACL_PKG_NAME_DRIVER == 7 && ACL_MAJOR_VERSION == 1 &&
+                   ACL_MINOR_VERSION == 13 && ACL_PATCH_VERSION == 0,
+               "aclrtMemAttr, package names, version");
+_Static_assert(ACL_RT_SUCCESS == 0 && ACL_ERROR_RT_PARAM_INVALID == 107000 && ACL_ERROR_RT_CONTEXT_NULL == 107002 &&
+                   ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID == 107006 && ACL_ERROR_RT_EVENT_TIMESTAMP_REVERSAL == 107007 &&
+                   ACL_ERROR_RT_FEATURE_NOT_SUPPORT == 207000 && ACL_ERROR_RT_INTERNAL_ERROR == 507000 &&
+                   ACL_ERROR_RT_STREAM_CAPTURE_INVALIDATED == 507903,
+               "rt_error_codes.h");
+_Static_assert(ACLNN_ERR_INNER_NOT_TRANS_EXECUTOR == 561102 && ACLNN_ERR_INNER_STATIC_BLOCK_DIM_INVALID == 561119,
+               "aclnnStatus values");
+/* tagged enums: elaborated type names compile */
+static enum aclrtMemcpyKind g_kind = ACL_MEMCPY_DEFAULT;
+static enum aclrtMemMallocPolicy g_policy = ACL_MEM_MALLOC_HUGE1G_ONLY;
+static enum aclDataType g_dtype = ACL_COMPLEX32;
+static enum aclFormat g_format = ACL_FORMAT_NCL;
+static enum aclrtRunMode g_mode = ACL_HOST;
+
+/* The aclError codes are `static const int` as in CANN: not constant
+ * expressions in C, so they are checked when the program runs. */
+static const struct { const char *name; int got, want; } g_codes[] = {
+    {"ACL_ERROR_NONE", ACL_ERROR_NONE, 0}, {"ACL_SUCCESS", ACL_SUCCESS, 0},
+    {"ACL_ERROR_INVALID_PARAM", ACL_ERROR_INVALID_PARAM, 100000},
+    {"ACL_ERROR_UNINITIALIZE", ACL_ERROR_UNINITIALIZE, 100001},
+    {"ACL_ERROR_REPEAT_INITIALIZE", ACL_ERROR_REPEAT_INITIALIZE, 100002},
+    {"ACL_ERROR_DUMP_NOT_RUN", ACL_ERROR_DUMP_NOT_RUN, 100045},
+    {"ACL_ERROR_PROF_REPEAT_SUBSCRIBE", ACL_ERROR_PROF_REPEAT_SUBSCRIBE, 148046},
+    {"ACL_ERROR_INVALID_BUNDLE_MODEL_ID", ACL_ERROR_INVALID_BUNDLE_MODEL_ID, 148053},
+    {"ACL_ERROR_BAD_ALLOC", ACL_ERROR_BAD_ALLOC, 200000},
+    {"ACL_ERROR_API_NOT_SUPPORT", ACL_ERROR_API_NOT_SUPPORT, 200001},
+    {"ACL_ERROR_INVALID_DEVICE", ACL_ERROR_INVALID_DEVICE, 200002},
+    {"ACL_ERROR_PROF_MODULES_UNSUPPORTED", ACL_ERROR_PROF_MODULES_UNSUPPORTED, 200007},
+    {"ACL_ERROR_STORAGE_OVER_LIMIT", ACL_ERROR_STORAGE_OVER_LIMIT, 300000},
+    {"ACL_ERROR_INTERNAL_ERROR", ACL_ERROR_INTERNAL_ERROR, 500000},
+    {"ACL_ERROR_FAILURE", ACL_ERROR_FAILURE, 500001},
+    {"ACL_ERROR_PROFILING_FAILURE", ACL_ERROR_PROFILING_FAILURE, 500005},
+    {"ACL_ERROR_GE_PARAM_INVALID", (int)ACL_ERROR_GE_PARAM_INVALID, 145000},
+    {"ACL_ERROR_GE_REDEPLOYING", (int)ACL_ERROR_GE_REDEPLOYING, 545602},
+};
+
+/* Every issue-12 function has CANN's exact type (_Generic does not evaluate
+ * its operand, so the executor setters defined elsewhere are checked too). */
+#define MOEFR_SIG_OK(fn, type) +_Generic(&fn, type: 1, default: 1000)
+static const int g_sig_ok = 0 MOEFR_HOST_API_SIGNATURES(MOEFR_SIG_OK);
+#define MOEFR_SIG_COUNT(fn, type) +1
+static const int g_sig_count = 0 MOEFR_HOST_API_SIGNATURES(MOEFR_SIG_COUNT);
+
 /* typedefs of SPEC section 2 (a wrong one is a redefinition error) */
 typedef int aclError;
 typedef int32_t aclnnStatus;
 typedef void *aclrtStream;
 typedef struct aclTensor aclTensor;
 typedef struct aclOpExecutor aclOpExecutor;
+typedef void *aclrtContext;
+typedef void *aclrtEvent;
+typedef uint16_t aclFloat16;
+typedef struct aclScalar aclScalar;
+typedef struct aclIntArray aclIntArray;
+typedef struct aclFloatArray aclFloatArray;
+typedef struct aclBoolArray aclBoolArray;
+typedef struct aclTensorList aclTensorList;
+typedef struct aclScalarList aclScalarList;
 
 /* Each declaration must have exactly SPEC's type: initialising a pointer of
  * that type from the function is a constraint violation otherwise (-Werror). */
@@ -91,6 +171,17 @@ int main(void) {
     /* the library behind the headers answers */
     if (p_ver() == NULL || strlen(p_ver()) < 5 || p_nt() < 1 || p_isa() == NULL) return 1;
     if (p_set(9) != ACL_ERROR_INVALID_DEVICE || p_msg() == NULL) return 1;
+    for (size_t i = 0; i < sizeof g_codes / sizeof g_codes[0]; i++)
+        if (g_codes[i].got != g_codes[i].want) {
+            printf("test_headers_c: %s = %d, want %d\n", g_codes[i].name, g_codes[i].got, g_codes[i].want);
+            return 1;
+        }
+    if (g_sig_ok != g_sig_count) {
+        printf("test_headers_c: %d of %d issue-12 signatures differ from CANN's\n", (g_sig_ok - g_sig_count) / 999,
+               g_sig_count);
+        return 1;
+    }
+    if (g_kind != 4 || g_policy != 6 || g_dtype != 33 || g_format != 47 || g_mode != 1) return 1;
     printf("test_headers_c: C11 view of the headers ok (moefr %s)\n", p_ver());
     return 0;
 }

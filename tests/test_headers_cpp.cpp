@@ -1,6 +1,10 @@
 // test_headers_cpp.cpp - the public headers as a C++11 program (CANN's samples are
 // C++) sees them, built with -std=c++11 -Wall -Wextra -Werror -pedantic: values, exact types, C linkage.
 #include "acl/acl.h"
+#include "acl/acl_base.h"
+#include "acl/acl_rt.h"
+#include "acl/error_codes/ge_error_codes.h"
+#include "acl/error_codes/rt_error_codes.h"
 #include "aclnn/acl_meta.h"
 #include "aclnn/aclnn_base.h"
 #include "aclnnop/aclnn_moe_finalize_routing_v2.h"
@@ -11,6 +15,8 @@
 #include <cstdio>
 #include <cstring>
 #include <type_traits>
+
+#include "host_api_signatures.h"
 
 static_assert(ACL_FLOAT == 0 && ACL_FLOAT16 == 1 && ACL_INT32 == 3 && ACL_BF16 == 27 && ACL_DT_UNDEFINED == -1,
               "aclDataType values");
@@ -57,6 +63,23 @@ SAME_TYPE(aclnnMoeFinalizeRoutingV2, aclnnStatus (*)(void *, uint64_t, aclOpExec
 SAME_TYPE(moefrVersion, const char *(*)());
 SAME_TYPE(moefrIsa, const char *(*)());
 SAME_TYPE(moefrNumThreads, int (*)());
+// issue 12: every host-API function with CANN 8.1.RC1's exact type (decltype does not odr-use)
+#define SAME_TYPE_X(fn, type) SAME_TYPE(fn, type);
+MOEFR_HOST_API_SIGNATURES(SAME_TYPE_X)
+static_assert(ACL_ERROR_NONE == 0 && ACL_SUCCESS == 0 && ACL_ERROR_STORAGE_OVER_LIMIT == 300000 &&
+                  ACL_ERROR_PROFILING_FAILURE == 500005 && ACL_ERROR_INVALID_BUNDLE_MODEL_ID == 148053,
+              "aclError values (static const int: constant expressions in C++)");
+static_assert(std::is_same<decltype(ACL_ERROR_NONE), const int>::value, "declared as static const int");
+static_assert(std::is_same<decltype(ACL_ERROR_GE_PARAM_INVALID), const uint32_t>::value, "GE codes: uint32_t");
+static_assert(aclDataType::ACL_COMPLEX32 == 33 && aclDataType::ACL_UINT1 == 30 && aclFormat::ACL_FORMAT_NC == 35,
+              "scoped access through the typedef");
+static_assert(std::is_same<aclrtContext, void *>::value && std::is_same<aclrtEvent, void *>::value &&
+                  std::is_same<aclFloat16, uint16_t>::value,
+              "handle typedefs");
+static_assert(std::is_same<enum aclrtMemcpyKind, aclrtMemcpyKind>::value &&
+                  std::is_same<enum aclrtMemMallocPolicy, aclrtMemMallocPolicy>::value &&
+                  std::is_same<enum aclrtEventRecordedStatus, aclrtEventRecordedStatus>::value,
+              "tagged enums");
 
 int main() {
     // calls in the style of CANN's samples: this links only if the names have C linkage

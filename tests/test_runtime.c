@@ -76,7 +76,9 @@ static void memory(void) {
     void *p = NULL;
     FAILS(aclrtMalloc(NULL, 64, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_INVALID_PARAM, "aclrtMalloc");
     FAILS(aclrtMalloc(&p, 0, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_INVALID_PARAM, "0");
-    FAILS(aclrtMalloc(&p, 64, (aclrtMemMallocPolicy)7), ACL_ERROR_INVALID_PARAM, "7");
+    /* 8 is past CANN 8.1.RC1's last policy (HUGE1G_ONLY_P2P = 7); 0x2 | 0x40 has an unknown flag bit */
+    FAILS(aclrtMalloc(&p, 64, (aclrtMemMallocPolicy)8), ACL_ERROR_INVALID_PARAM, "8");
+    FAILS(aclrtMalloc(&p, 64, (aclrtMemMallocPolicy)0x42), ACL_ERROR_INVALID_PARAM, "66");
     FAILS(aclrtMalloc(&p, 64, (aclrtMemMallocPolicy)-1), ACL_ERROR_INVALID_PARAM, "-1");
     FAILS(aclrtMallocHost(NULL, 64), ACL_ERROR_INVALID_PARAM, "aclrtMallocHost");
     FAILS(aclrtMallocHost(&p, 0), ACL_ERROR_INVALID_PARAM, "0");
@@ -123,7 +125,8 @@ static void memory(void) {
     FAILS(aclrtMemcpy(dst, 50, src, 51, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM, "51");
     FAILS(aclrtMemcpy(NULL, 50, src, 10, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM, "dst");
     FAILS(aclrtMemcpy(dst, 50, NULL, 10, ACL_MEMCPY_DEVICE_TO_HOST), ACL_ERROR_INVALID_PARAM, "src");
-    FAILS(aclrtMemcpy(dst, 50, src, 10, (aclrtMemcpyKind)4), ACL_ERROR_INVALID_PARAM, "4");
+    /* 8 is past CANN 8.1.RC1's last kind (ACL_MEMCPY_INTER_DEVICE_TO_DEVICE = 7) */
+    FAILS(aclrtMemcpy(dst, 50, src, 10, (aclrtMemcpyKind)8), ACL_ERROR_INVALID_PARAM, "8");
     FAILS(aclrtMemcpy(dst, 50, src, 10, (aclrtMemcpyKind)-1), ACL_ERROR_INVALID_PARAM, "-1");
     for (int i = 0; i < 100; i++) CHECK(dst[i] == 0xCC); /* failed copies wrote nothing */
 

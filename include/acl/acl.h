@@ -1,56 +1,53 @@
-/* acl/acl.h - the runtime subset: init, device, stream, memory.
- * The "device" is host memory; execution is synchronous (see SPEC section 3). */
+/* acl/acl.h - the runtime entry points: init/finalize, versions, and (through
+ * acl_rt.h and acl_base.h) everything else of the acl runtime moefr provides. */
 #ifndef MOEFR_ACL_ACL_H_
 #define MOEFR_ACL_ACL_H_
 
-#include "acl/acl_base.h"
+#include "acl_rt.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef enum {
-    ACL_MEM_MALLOC_HUGE_FIRST = 0,
-    ACL_MEM_MALLOC_HUGE_ONLY = 1,
-    ACL_MEM_MALLOC_NORMAL_ONLY = 2
-} aclrtMemMallocPolicy;
+/* The acl interface version moefr implements (CANN 8.1.RC1's). */
+#define ACL_MAJOR_VERSION 1
+#define ACL_MINOR_VERSION 13
+#define ACL_PATCH_VERSION 0
+#define ACL_PKG_VERSION_MAX_SIZE 128
+#define ACL_PKG_VERSION_PARTS_MAX_SIZE 64
 
-typedef enum {
-    ACL_MEMCPY_HOST_TO_HOST = 0,
-    ACL_MEMCPY_HOST_TO_DEVICE = 1,
-    ACL_MEMCPY_DEVICE_TO_HOST = 2,
-    ACL_MEMCPY_DEVICE_TO_DEVICE = 3
-} aclrtMemcpyKind;
-
-/* Initialise the runtime once per process; configPath may be NULL.
- * A second call without aclFinalize returns ACL_ERROR_REPEAT_INITIALIZE. */
+/* Initialise the runtime once per process; configPath may be NULL (no file is
+ * read). A second call without aclFinalize is ACL_ERROR_REPEAT_INITIALIZE. */
 ACL_FUNC_VISIBILITY aclError aclInit(const char *configPath);
 /* Undo aclInit; ACL_ERROR_UNINITIALIZE when not initialised. */
 ACL_FUNC_VISIBILITY aclError aclFinalize(void);
+/* ACL_MAJOR/MINOR/PATCH_VERSION; NULL pointer: ACL_ERROR_INVALID_PARAM. */
+ACL_FUNC_VISIBILITY aclError aclrtGetVersion(int32_t *majorVersion, int32_t *minorVersion, int32_t *patchVersion);
 
-/* Only device 0 exists; any other id is ACL_ERROR_INVALID_DEVICE. */
-ACL_FUNC_VISIBILITY aclError aclrtSetDevice(int32_t deviceId);
-ACL_FUNC_VISIBILITY aclError aclrtResetDevice(int32_t deviceId);
-/* The calling thread's current device; ACL_ERROR_INVALID_DEVICE if none set. */
-ACL_FUNC_VISIBILITY aclError aclrtGetDevice(int32_t *deviceId);
+typedef enum aclCANNPackageName {
+    ACL_PKG_NAME_CANN = 0,
+    ACL_PKG_NAME_RUNTIME = 1,
+    ACL_PKG_NAME_COMPILER = 2,
+    ACL_PKG_NAME_HCCL = 3,
+    ACL_PKG_NAME_TOOLKIT = 4,
+    ACL_PKG_NAME_OPP = 5,
+    ACL_PKG_NAME_OPP_KERNEL = 6,
+    ACL_PKG_NAME_DRIVER = 7
+} aclCANNPackageName;
 
-/* Streams are ordering handles; work runs synchronously inside each call, so
- * aclrtSynchronizeStream returns at once. NULL names the default stream. */
-ACL_FUNC_VISIBILITY aclError aclrtCreateStream(aclrtStream *stream);
-ACL_FUNC_VISIBILITY aclError aclrtDestroyStream(aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtSynchronizeStream(aclrtStream stream);
+typedef struct aclCANNPackageVersion {
+    char version[ACL_PKG_VERSION_MAX_SIZE];
+    char majorVersion[ACL_PKG_VERSION_PARTS_MAX_SIZE];
+    char minorVersion[ACL_PKG_VERSION_PARTS_MAX_SIZE];
+    char releaseVersion[ACL_PKG_VERSION_PARTS_MAX_SIZE];
+    char patchVersion[ACL_PKG_VERSION_PARTS_MAX_SIZE];
+    char reserved[ACL_PKG_VERSION_MAX_SIZE];
+} aclCANNPackageVersion;
 
-/* Memory: at least 64-byte aligned; size 0 is ACL_ERROR_INVALID_PARAM; huge
- * pages are a hint. aclrtFree/aclrtFreeHost reject pointers they did not give. */
-ACL_FUNC_VISIBILITY aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy);
-ACL_FUNC_VISIBILITY aclError aclrtMallocHost(void **hostPtr, size_t size);
-ACL_FUNC_VISIBILITY aclError aclrtFree(void *devPtr);
-ACL_FUNC_VISIBILITY aclError aclrtFreeHost(void *hostPtr);
-/* Copies count bytes; count > destMax is ACL_ERROR_INVALID_PARAM. */
-ACL_FUNC_VISIBILITY aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count,
-                                         aclrtMemcpyKind kind);
-/* Sets count bytes to (unsigned char)value; count > maxCount is an error. */
-ACL_FUNC_VISIBILITY aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count);
+/* The CANN release whose API moefr implements ("8.1.RC1": major "8", minor
+ * "1", release "RC1", patch ""), for every package name; reserved holds
+ * "moefr <version>". Unknown name or NULL version: ACL_ERROR_INVALID_PARAM. */
+ACL_FUNC_VISIBILITY aclError aclsysGetCANNVersion(aclCANNPackageName name, aclCANNPackageVersion *version);
 
 #ifdef __cplusplus
 }

@@ -1,37 +1,135 @@
-/* acl/acl_base.h - base types shared by the runtime and aclnn headers.
- * moefr: a CPU implementation of CANN's MoE finalize-routing operators. The
- * names and values below follow CANN's public documentation (ABI facts). */
+/* acl/acl_base.h - base types, status codes and enums shared by the runtime and
+ * the aclnn headers. moefr: CANN's MoE routing operators on CPUs. Names, values
+ * and signatures are CANN 8.1.RC1's (ABI facts); the declarations are moefr's. */
 #ifndef MOEFR_ACL_ACL_BASE_H_
 #define MOEFR_ACL_ACL_BASE_H_
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "error_codes/ge_error_codes.h"
+#include "error_codes/rt_error_codes.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* moefr always exports its entry points (CANN makes this depend on FUNC_VISIBILITY). */
+#ifndef ACL_FUNC_VISIBILITY
 #if defined(__GNUC__)
 #define ACL_FUNC_VISIBILITY __attribute__((visibility("default")))
 #else
 #define ACL_FUNC_VISIBILITY
 #endif
+#endif
 
-typedef int aclError;
+#ifndef ACL_DEPRECATED
+#if defined(__GNUC__)
+#define ACL_DEPRECATED __attribute__((deprecated))
+#define ACL_DEPRECATED_MESSAGE(message) __attribute__((deprecated(message)))
+#else
+#define ACL_DEPRECATED
+#define ACL_DEPRECATED_MESSAGE(message)
+#endif
+#endif
+
 typedef void *aclrtStream;
+typedef void *aclrtEvent;
+typedef void *aclrtContext;
+typedef int aclError;
+typedef uint16_t aclFloat16;
+typedef struct aclDataBuffer aclDataBuffer;
+typedef struct aclTensorDesc aclTensorDesc;
+typedef void *aclrtAllocatorDesc;
+typedef void *aclrtAllocator;
+typedef void *aclrtAllocatorBlock;
+typedef void *aclrtAllocatorAddr;
+typedef void *aclrtTaskGrp;
 
-/* aclError values. */
-#define ACL_SUCCESS 0
-#define ACL_ERROR_INVALID_PARAM 100000
-#define ACL_ERROR_UNINITIALIZE 100001
-#define ACL_ERROR_REPEAT_INITIALIZE 100002
-#define ACL_ERROR_BAD_ALLOC 200000
-#define ACL_ERROR_API_NOT_SUPPORT 200001
-#define ACL_ERROR_INVALID_DEVICE 200002
-#define ACL_ERROR_INTERNAL_ERROR 500000
-#define ACL_ERROR_FAILURE 500001
+/* aclError values, declared the way CANN declares them. In C they are not
+ * integer constant expressions (no `case ACL_SUCCESS:`); compare with ==. */
+static const int ACL_ERROR_NONE = 0;
+static const int ACL_SUCCESS = 0;
 
-typedef enum {
+static const int ACL_ERROR_INVALID_PARAM = 100000;
+static const int ACL_ERROR_UNINITIALIZE = 100001;
+static const int ACL_ERROR_REPEAT_INITIALIZE = 100002;
+static const int ACL_ERROR_INVALID_FILE = 100003;
+static const int ACL_ERROR_WRITE_FILE = 100004;
+static const int ACL_ERROR_INVALID_FILE_SIZE = 100005;
+static const int ACL_ERROR_PARSE_FILE = 100006;
+static const int ACL_ERROR_FILE_MISSING_ATTR = 100007;
+static const int ACL_ERROR_FILE_ATTR_INVALID = 100008;
+static const int ACL_ERROR_INVALID_DUMP_CONFIG = 100009;
+static const int ACL_ERROR_INVALID_PROFILING_CONFIG = 100010;
+static const int ACL_ERROR_INVALID_MODEL_ID = 100011;
+static const int ACL_ERROR_DESERIALIZE_MODEL = 100012;
+static const int ACL_ERROR_PARSE_MODEL = 100013;
+static const int ACL_ERROR_READ_MODEL_FAILURE = 100014;
+static const int ACL_ERROR_MODEL_SIZE_INVALID = 100015;
+static const int ACL_ERROR_MODEL_MISSING_ATTR = 100016;
+static const int ACL_ERROR_MODEL_INPUT_NOT_MATCH = 100017;
+static const int ACL_ERROR_MODEL_OUTPUT_NOT_MATCH = 100018;
+static const int ACL_ERROR_MODEL_NOT_DYNAMIC = 100019;
+static const int ACL_ERROR_OP_TYPE_NOT_MATCH = 100020;
+static const int ACL_ERROR_OP_INPUT_NOT_MATCH = 100021;
+static const int ACL_ERROR_OP_OUTPUT_NOT_MATCH = 100022;
+static const int ACL_ERROR_OP_ATTR_NOT_MATCH = 100023;
+static const int ACL_ERROR_OP_NOT_FOUND = 100024;
+static const int ACL_ERROR_OP_LOAD_FAILED = 100025;
+static const int ACL_ERROR_UNSUPPORTED_DATA_TYPE = 100026;
+static const int ACL_ERROR_FORMAT_NOT_MATCH = 100027;
+static const int ACL_ERROR_BIN_SELECTOR_NOT_REGISTERED = 100028;
+static const int ACL_ERROR_KERNEL_NOT_FOUND = 100029;
+static const int ACL_ERROR_BIN_SELECTOR_ALREADY_REGISTERED = 100030;
+static const int ACL_ERROR_KERNEL_ALREADY_REGISTERED = 100031;
+static const int ACL_ERROR_INVALID_QUEUE_ID = 100032;
+static const int ACL_ERROR_REPEAT_SUBSCRIBE = 100033;
+static const int ACL_ERROR_STREAM_NOT_SUBSCRIBE = 100034;
+static const int ACL_ERROR_THREAD_NOT_SUBSCRIBE = 100035;
+static const int ACL_ERROR_WAIT_CALLBACK_TIMEOUT = 100036;
+static const int ACL_ERROR_REPEAT_FINALIZE = 100037;
+static const int ACL_ERROR_NOT_STATIC_AIPP = 100038;
+static const int ACL_ERROR_COMPILING_STUB_MODE = 100039;
+static const int ACL_ERROR_GROUP_NOT_SET = 100040;
+static const int ACL_ERROR_GROUP_NOT_CREATE = 100041;
+static const int ACL_ERROR_PROF_ALREADY_RUN = 100042;
+static const int ACL_ERROR_PROF_NOT_RUN = 100043;
+static const int ACL_ERROR_DUMP_ALREADY_RUN = 100044;
+static const int ACL_ERROR_DUMP_NOT_RUN = 100045;
+static const int ACL_ERROR_PROF_REPEAT_SUBSCRIBE = 148046;
+static const int ACL_ERROR_PROF_API_CONFLICT = 148047;
+static const int ACL_ERROR_INVALID_MAX_OPQUEUE_NUM_CONFIG = 148048;
+static const int ACL_ERROR_INVALID_OPP_PATH = 148049;
+static const int ACL_ERROR_OP_UNSUPPORTED_DYNAMIC = 148050;
+static const int ACL_ERROR_RELATIVE_RESOURCE_NOT_CLEARED = 148051;
+static const int ACL_ERROR_UNSUPPORTED_JPEG = 148052;
+static const int ACL_ERROR_INVALID_BUNDLE_MODEL_ID = 148053;
+
+static const int ACL_ERROR_BAD_ALLOC = 200000;
+static const int ACL_ERROR_API_NOT_SUPPORT = 200001;
+static const int ACL_ERROR_INVALID_DEVICE = 200002;
+static const int ACL_ERROR_MEMORY_ADDRESS_UNALIGNED = 200003;
+static const int ACL_ERROR_RESOURCE_NOT_MATCH = 200004;
+static const int ACL_ERROR_INVALID_RESOURCE_HANDLE = 200005;
+static const int ACL_ERROR_FEATURE_UNSUPPORTED = 200006;
+static const int ACL_ERROR_PROF_MODULES_UNSUPPORTED = 200007;
+
+static const int ACL_ERROR_STORAGE_OVER_LIMIT = 300000;
+
+static const int ACL_ERROR_INTERNAL_ERROR = 500000;
+static const int ACL_ERROR_FAILURE = 500001;
+static const int ACL_ERROR_GE_FAILURE = 500002;
+static const int ACL_ERROR_RT_FAILURE = 500003;
+static const int ACL_ERROR_DRV_FAILURE = 500004;
+static const int ACL_ERROR_PROFILING_FAILURE = 500005;
+
+#define ACL_TENSOR_SHAPE_RANGE_NUM 2
+#define ACL_TENSOR_VALUE_RANGE_NUM 2
+#define ACL_UNKNOWN_RANK 0xFFFFFFFFFFFFFFFE
+
+/* Element types. moefr gives the tag too, so `enum aclDataType` also works. */
+typedef enum aclDataType {
     ACL_DT_UNDEFINED = -1,
     ACL_FLOAT = 0,
     ACL_FLOAT16 = 1,
@@ -48,10 +146,23 @@ typedef enum {
     ACL_STRING = 13,
     ACL_COMPLEX64 = 16,
     ACL_COMPLEX128 = 17,
-    ACL_BF16 = 27
+    ACL_BF16 = 27,
+    ACL_INT4 = 29,
+    ACL_UINT1 = 30,
+    ACL_COMPLEX32 = 33,
+    /* added by CANN releases after 8.1.RC1; declared so that code written for
+     * them compiles (moefr's operators accept none of them) */
+    ACL_HIFLOAT8 = 34,
+    ACL_FLOAT8_E5M2 = 35,
+    ACL_FLOAT8_E4M3FN = 36,
+    ACL_FLOAT8_E8M0 = 37,
+    ACL_FLOAT6_E3M2 = 38,
+    ACL_FLOAT6_E2M3 = 39,
+    ACL_FLOAT4_E2M1 = 40,
+    ACL_FLOAT4_E1M2 = 41
 } aclDataType;
 
-typedef enum {
+typedef enum aclFormat {
     ACL_FORMAT_UNDEFINED = -1,
     ACL_FORMAT_NCHW = 0,
     ACL_FORMAT_NHWC = 1,
@@ -64,12 +175,52 @@ typedef enum {
     ACL_FORMAT_FRACTAL_NZ = 29,
     ACL_FORMAT_NCDHW = 30,
     ACL_FORMAT_NDC1HWC0 = 32,
-    ACL_FRACTAL_Z_3D = 33
+    ACL_FRACTAL_Z_3D = 33,
+    ACL_FORMAT_NC = 35,
+    ACL_FORMAT_NCL = 47
 } aclFormat;
 
-/* Returns this thread's most recent error message, or NULL when this thread
- * has seen no failing call. Reading does not clear it. The pointer stays
- * valid until this thread's next failing call. */
+typedef enum aclLogLevel { ACL_DEBUG = 0, ACL_INFO = 1, ACL_WARNING = 2, ACL_ERROR = 3 } aclLogLevel;
+
+typedef enum aclMemType {
+    ACL_MEMTYPE_DEVICE = 0,
+    ACL_MEMTYPE_HOST = 1,
+    ACL_MEMTYPE_HOST_COMPILE_INDEPENDENT = 2
+} aclMemType;
+
+typedef enum aclSysParamOpt { ACL_OPT_DETERMINISTIC = 0, ACL_OPT_ENABLE_DEBUG_KERNEL = 1 } aclSysParamOpt;
+
+typedef enum aclCannAttr {
+    ACL_CANN_ATTR_UNDEFINED = -1,
+    ACL_CANN_ATTR_INF_NAN = 0,
+    ACL_CANN_ATTR_BF16 = 1,
+    ACL_CANN_ATTR_JIT_COMPILE = 2
+} aclCannAttr;
+
+typedef enum aclDeviceInfo {
+    ACL_DEVICE_INFO_UNDEFINED = -1,
+    ACL_DEVICE_INFO_AI_CORE_NUM = 0,
+    ACL_DEVICE_INFO_VECTOR_CORE_NUM = 1,
+    ACL_DEVICE_INFO_L2_SIZE = 2
+} aclDeviceInfo;
+
+/* IEEE binary16 <-> binary32. aclFloatToFloat16 rounds to nearest, ties to
+ * even (overflow gives +-inf, NaN stays NaN); aclFloat16ToFloat is exact. */
+ACL_FUNC_VISIBILITY float aclFloat16ToFloat(aclFloat16 value);
+ACL_FUNC_VISIBILITY aclFloat16 aclFloatToFloat16(float value);
+
+/* Bytes per element; 0 for ACL_STRING, ACL_DT_UNDEFINED and unknown values.
+ * The 8-bit float types report 1, and so do the packed sub-byte types
+ * (ACL_INT4, ACL_UINT1, the 6- and 4-bit floats): see docs/CANN_COMPAT.md. */
+ACL_FUNC_VISIBILITY size_t aclDataTypeSize(aclDataType dataType);
+
+/* A fixed name for the CPU "device": "moefr-cpu" (see docs/CANN_COMPAT.md). */
+ACL_FUNC_VISIBILITY const char *aclrtGetSocName(void);
+
+/* This thread's most recent error message, or NULL when this thread has seen
+ * no failing call. Reading does not clear it; the pointer stays valid until
+ * this thread's next failing call. (CANN declares it in acl/acl.h, which
+ * includes this header; moefr's aclnn headers need it too.) */
 ACL_FUNC_VISIBILITY const char *aclGetRecentErrMsg(void);
 
 #ifdef __cplusplus

@@ -1,4 +1,6 @@
-/* aclnn/aclnn_base.h - operator status codes and executors. */
+/* aclnn/aclnn_base.h - aclnn library init/finalize, and the aclnnStatus codes
+ * (CANN keeps those in aclnn/opdev/op_errno.h; moefr puts them where every
+ * operator header sees them). */
 #ifndef MOEFR_ACLNN_ACLNN_BASE_H_
 #define MOEFR_ACLNN_ACLNN_BASE_H_
 
@@ -8,8 +10,6 @@
 extern "C" {
 #endif
 
-typedef struct aclOpExecutor aclOpExecutor;
-
 #define ACLNN_SUCCESS 0
 #define ACLNN_ERR_PARAM_NULLPTR 161001
 #define ACLNN_ERR_PARAM_INVALID 161002
@@ -17,31 +17,31 @@ typedef struct aclOpExecutor aclOpExecutor;
 #define ACLNN_ERR_INNER 561000
 #define ACLNN_ERR_INNER_INFERSHAPE_ERROR 561001
 #define ACLNN_ERR_INNER_TILING_ERROR 561002
+#define ACLNN_ERR_INNER_FIND_KERNEL_ERROR 561003
 #define ACLNN_ERR_INNER_CREATE_EXECUTOR 561101
+#define ACLNN_ERR_INNER_NOT_TRANS_EXECUTOR 561102
 #define ACLNN_ERR_INNER_NULLPTR 561103
+#define ACLNN_ERR_INNER_WRONG_ATTR_INFO_SIZE 561104
+#define ACLNN_ERR_INNER_KEY_CONFILICT 561105
+#define ACLNN_ERR_INNER_INVALID_IMPL_MODE 561106
+#define ACLNN_ERR_INNER_OPP_PATH_NOT_FOUND 561107
+#define ACLNN_ERR_INNER_LOAD_JSON_FAILED 561108
+#define ACLNN_ERR_INNER_JSON_VALUE_NOT_FOUND 561109
+#define ACLNN_ERR_INNER_JSON_FORMAT_INVALID 561110
+#define ACLNN_ERR_INNER_JSON_DTYPE_INVALID 561111
+#define ACLNN_ERR_INNER_OPP_KERNEL_PKG_NOT_FOUND 561112
+#define ACLNN_ERR_INNER_OP_FILE_INVALID 561113
+#define ACLNN_ERR_INNER_ATTR_NUM_OUT_OF_BOUND 561114
+#define ACLNN_ERR_INNER_ATTR_LEN_NOT_ENOUGH 561115
+#define ACLNN_ERR_INNER_INPUT_NUM_IN_JSON_TOO_LARGE 561116
+#define ACLNN_ERR_INNER_INPUT_JSON_IS_NULL 561117
+#define ACLNN_ERR_INNER_STATIC_WORKSPACE_INVALID 561118
+#define ACLNN_ERR_INNER_STATIC_BLOCK_DIM_INVALID 561119
 
-/* An executor serves one execution call and is released by it (on success or
- * failure) unless made repeatable here; a repeatable executor runs any number
- * of times until aclDestroyAclOpExecutor. */
-ACL_FUNC_VISIBILITY aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor);
-/* Releases an executor that has not been spent (repeatable or not yet run).
- * A spent, destroyed or unknown executor returns ACLNN_ERR_PARAM_INVALID. */
-ACL_FUNC_VISIBILITY aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor);
-/* Executor reuse: give the index-th input / output (or, for aclSetTensorAddr,
- * inputs then outputs) a new address before the next phase-2 call; tensor
- * takes the address too. */
-ACL_FUNC_VISIBILITY aclnnStatus aclSetInputTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor *tensor,
-                                                      void *addr);
-ACL_FUNC_VISIBILITY aclnnStatus aclSetOutputTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor *tensor,
-                                                       void *addr);
-ACL_FUNC_VISIBILITY aclnnStatus aclSetTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor *tensor,
-                                                 void *addr);
-ACL_FUNC_VISIBILITY aclnnStatus AclSetInputTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor *tensor,
-                                                      void *addr);
-ACL_FUNC_VISIBILITY aclnnStatus AclSetOutputTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor *tensor,
-                                                       void *addr);
-ACL_FUNC_VISIBILITY aclnnStatus AclSetTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor *tensor,
-                                                 void *addr);
+/* Optional (operators work without it); configPath may be NULL and no file is
+ * read. Any number of calls succeed, as does aclnnFinalize. */
+ACL_FUNC_VISIBILITY aclnnStatus aclnnInit(const char *configPath);
+ACL_FUNC_VISIBILITY aclnnStatus aclnnFinalize(void);
 
 #ifdef __cplusplus
 }

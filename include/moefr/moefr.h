@@ -19,6 +19,10 @@ ACL_FUNC_VISIBILITY const char *moefrVersion(void);
 ACL_FUNC_VISIBILITY const char *moefrIsa(void);
 /* Number of threads phase 2 may use (caller included). */
 ACL_FUNC_VISIBILITY int moefrNumThreads(void);
+/* Releases an array returned by aclGetViewShape, aclGetStorageShape or
+ * aclGetViewStrides: the C counterpart of the delete[] CANN's C++ samples use
+ * (either is correct for such an array). NULL is accepted. */
+ACL_FUNC_VISIBILITY void moefrFreeArray(void *array);
 
 #ifdef __cplusplus
 }

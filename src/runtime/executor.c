@@ -172,3 +172,29 @@ aclnnStatus mf_executor_execute(aclOpExecutor *e, mf_op_kind kind, const char *o
     if (claimed) free(e);
     return rc;
 }
+
+/* The tensor-list forms: the finalize-routing operators have no tensor-list
+ * parameter, so after CANN's NULL checks every irIndex is out of range. */
+static aclnnStatus set_dynamic(const char *fn, aclOpExecutor *e, size_t ir, aclTensorList *tensors) {
+    if (tensors == NULL) return mf_fail(ACLNN_ERR_INNER_NULLPTR, "%s: tensors is NULL", fn);
+    if (e == NULL) return mf_fail(ACLNN_ERR_INNER_NULLPTR, "%s: executor is NULL", fn);
+    pthread_mutex_lock(&g_exec_lock);
+    const bool live = mf_registry_has(&mf_executors, e);
+    pthread_mutex_unlock(&g_exec_lock);
+    if (!live)
+        return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: %p is not a live executor (spent or destroyed)", fn, (void *)e);
+    return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: irIndex %zu is not a tensor-list parameter of this operator", fn, ir);
+}
+
+#define MF_DYNAMIC(name)                                                                                     \
+    aclnnStatus name(aclOpExecutor *executor, size_t irIndex, const size_t relativeIndex, aclTensorList *tensors, \
+                     void *addr) {                                                                           \
+        (void)relativeIndex, (void)addr;                                                                     \
+        return set_dynamic(#name, executor, irIndex, tensors);                                               \
+    }
+MF_DYNAMIC(aclSetDynamicInputTensorAddr)
+MF_DYNAMIC(aclSetDynamicOutputTensorAddr)
+MF_DYNAMIC(aclSetDynamicTensorAddr)
+MF_DYNAMIC(AclSetDynamicInputTensorAddr)
+MF_DYNAMIC(AclSetDynamicOutputTensorAddr)
+MF_DYNAMIC(AclSetDynamicTensorAddr)

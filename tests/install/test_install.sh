@@ -27,7 +27,8 @@ for f in include/acl/acl.h include/aclnn/acl_meta.h include/aclnn/aclnn_base.h \
          include/aclnnop/aclnn_moe_finalize_routing_v2_grad.h include/aclnnop/aclnn_moe_finalize_routing_v2.h \
          lib64/libmoefr.so.$version lib64/libmoefr.so lib64/libmoefr.a lib64/pkgconfig/moefr.pc \
          lib64/cmake/moefr/moefrConfig.cmake lib64/cmake/moefr/moefrConfigVersion.cmake \
-         lib64/cmake/moefr/moefrTargets.cmake; do
+         lib64/cmake/moefr/moefrTargets.cmake include/acl/acl_base.h include/acl/acl_rt.h \
+         include/acl/error_codes/rt_error_codes.h include/acl/error_codes/ge_error_codes.h set_env.sh; do
   [ -f "$prefix/$f" ] || fail "missing $f"
 done
 real=$(readlink -f "$lib/libmoefr.so.$version")
@@ -35,7 +36,7 @@ real=$(readlink -f "$lib/libmoefr.so.$version")
 soname=$(readelf -d "$real" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [ "$soname" = "libmoefr.so.$major" ] || fail "SONAME is '$soname', want libmoefr.so.$major"
 echo "SONAME $soname"
-for name in libmoefr.so libascendcl.so libnnopbase.so libopapi.so libopapi_transformer.so; do
+for name in libmoefr.so libascendcl.so libnnopbase.so libopapi.so libopapi_math.so libopapi_transformer.so; do
   [ -L "$lib/$name" ] || fail "$name is not a symlink"
   [ "$(readlink -f "$lib/$name")" = "$real" ] || fail "$name resolves to $(readlink -f "$lib/$name"), not $real"
   got=$(readelf -d "$lib/$name" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
@@ -44,10 +45,11 @@ for name in libmoefr.so libascendcl.so libnnopbase.so libopapi.so libopapi_trans
 done
 # Only moefr's libraries in lib64: a stray library there would shadow a real toolkit's.
 extra=$(cd "$lib" && ls -1 | grep -E '\.(so|a)(\.|$)' |
-  grep -v -x -E "libmoefr\.so(\.$major|\.$version)?|libmoefr\.a|lib(ascendcl|nnopbase|opapi|opapi_transformer)\.so" || true)
+  grep -v -x -E "libmoefr\.so(\.$major|\.$version)?|libmoefr\.a|lib(ascendcl|nnopbase|opapi|opapi_math|opapi_transformer)\.so" || true)
 [ -z "$extra" ] || fail "unexpected libraries in lib64: $extra"
 for sym in aclInit aclrtMalloc aclCreateTensor aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize \
-           aclnnMoeFinalizeRoutingV2Grad aclGetRecentErrMsg; do
+           aclnnMoeFinalizeRoutingV2Grad aclGetRecentErrMsg aclrtCreateContext aclrtEventElapsedTime \
+           aclrtMemcpyAsync aclCreateIntArray aclDataTypeSize aclFloatToFloat16 aclnnInit moefrFreeArray; do
   nm -D --defined-only "$real" | grep -q " T $sym\$" || fail "$sym not exported"
 done
 if nm -D --defined-only "$real" | awk '{print $3}' | grep -q '^mf_'; then
@@ -106,6 +108,52 @@ for exe in "$prefix"/bin/*; do
   [ -x "$exe" ] || continue
   out=$(env -u LD_LIBRARY_PATH "$exe" --version 2>&1) || fail "$exe --version failed: $out"
   case $out in *"$version"*) echo "$(basename "$exe"): $out" ;; *) fail "$exe --version says: $out" ;; esac
+done
+
+# Issue 12: host-API programs written as CANN's docs write them, built unchanged with both build files.
+step "set_env.sh: sourced like CANN's"
+(
+  set +u
+  # shellcheck disable=SC1091
+  . "$prefix/set_env.sh"
+  [ "$ASCEND_HOME_PATH" = "$prefix" ] || fail "set_env.sh: ASCEND_HOME_PATH=$ASCEND_HOME_PATH"
+  [ "$ASCEND_TOOLKIT_HOME" = "$prefix" ] || fail "set_env.sh: ASCEND_TOOLKIT_HOME=$ASCEND_TOOLKIT_HOME"
+  case ":$LD_LIBRARY_PATH:" in *":$lib:"*) ;; *) fail "set_env.sh: LD_LIBRARY_PATH=$LD_LIBRARY_PATH" ;; esac
+  case ":$PATH:" in *":$prefix/bin:"*) ;; *) fail "set_env.sh: PATH=$PATH" ;; esac
+  case ":$PYTHONPATH:" in *":$prefix/lib/python3/dist-packages:"*) ;; *) fail "set_env.sh: PYTHONPATH=$PYTHONPATH" ;; esac
+  "$py" -c "import moefr" || fail "set_env.sh: python cannot import moefr"
+  # POSIX sh (no BASH_SOURCE) falls back to the install prefix
+  got=$(env -i sh -c ". '$prefix/set_env.sh' && echo \$ASCEND_HOME_PATH")
+  [ "$got" = "$prefix" ] || fail "set_env.sh under sh: ASCEND_HOME_PATH=$got"
+) || exit 1
+echo "set_env.sh ok"
+
+step "host-API programs, current guide's CMakeLists (libopapi_math, skip rpath, set_env.sh)"
+(
+  set +u
+  # shellcheck disable=SC1091
+  . "$prefix/set_env.sh"
+  quiet cmake -S "$src/tests/install/host_guide" -B "$work/host_guide" -DCMAKE_CXX_COMPILER="$cxx" \
+    -DCMAKE_SKIP_RPATH=TRUE "-DCMAKE_CXX_FLAGS=-Wall -Wextra -Werror"
+  quiet cmake --build "$work/host_guide"
+  for exe in host_api objects; do
+    readelf -d "$work/host_guide/bin/$exe" | grep -q "NEEDED.*\[libmoefr.so.$major\]" ||
+      fail "$exe does not load libmoefr.so.$major"
+    "$work/host_guide/bin/$exe" || fail "$exe (current guide build) failed"
+  done
+) || exit 1
+
+step "host-API programs, older guide's CMakeLists (libopapi), ASCEND_HOME_PATH only"
+ASCEND_HOME_PATH=$prefix quiet cmake -S "$src/tests/install/host_legacy" -B "$work/host_legacy" \
+  -DCMAKE_CXX_COMPILER="$cxx" "-DCMAKE_CXX_FLAGS=-Wall -Wextra -Werror"
+quiet cmake --build "$work/host_legacy"
+for exe in host_api objects; do
+  env -u LD_LIBRARY_PATH "$work/host_legacy/$exe" || fail "$exe (older guide build) failed"
+  if command -v valgrind >/dev/null 2>&1; then
+    valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+      "$work/host_legacy/$exe" >"$work/$exe.vg" 2>&1 || { cat "$work/$exe.vg" >&2; fail "valgrind on $exe"; }
+    echo "valgrind: $exe clean"
+  fi
 done
 
 echo "test_install: ok"

@@ -9,6 +9,21 @@
 
 #include "internal.h"
 
+/* Returns from the calling function with the status of `call` unless it succeeded. */
+#define MF_TRY(call)                                \
+    do {                                            \
+        aclnnStatus rc_ = (call);                   \
+        if (rc_ != ACLNN_SUCCESS) return rc_;       \
+    } while (0)
+
+/* Takes `bytes`, rounded up to 64, from the workspace being laid out at
+ * *used; returns their offset. */
+static inline uint64_t mf_carve(uint64_t *used, uint64_t bytes) {
+    uint64_t at = *used;
+    *used += (bytes + 63) & ~(uint64_t)63;
+    return at;
+}
+
 #define MF_T_REQUIRED 1u /* NULL is ACLNN_ERR_PARAM_NULLPTR */
 #define MF_T_CONTIG 2u   /* an output that must be contiguous */
 

@@ -10,11 +10,7 @@
 
 static const char OP[] = "aclnnMoeFinalizeRoutingV2";
 #define TILING ACLNN_ERR_INNER_TILING_ERROR
-#define TRY(call)                                   \
-    do {                                            \
-        aclnnStatus rc_ = (call);                   \
-        if (rc_ != ACLNN_SUCCESS) return rc_;       \
-    } while (0)
+#define TRY MF_TRY
 
 static const char *const NAMES[F_NT] = {"expandedX",    "expandedRowIdx", "x1Optional",        "x2Optional",
                                         "biasOptional", "scalesOptional", "expertIdxOptional", "out"};
@@ -100,12 +96,6 @@ static aclnnStatus check_shapes(const aclTensor *const *t, int64_t mode, fwd_pla
     return ACLNN_SUCCESS;
 }
 
-static uint64_t carve(uint64_t *used, uint64_t bytes) {
-    uint64_t at = *used;
-    *used += (bytes + 63) & ~(uint64_t)63;
-    return at;
-}
-
 aclnnStatus aclnnMoeFinalizeRoutingV2GetWorkspaceSize(const aclTensor *expandedX, const aclTensor *expandedRowIdx,
                                                       const aclTensor *x1Optional, const aclTensor *x2Optional,
                                                       const aclTensor *biasOptional, const aclTensor *scalesOptional,
@@ -142,7 +132,7 @@ aclnnStatus aclnnMoeFinalizeRoutingV2GetWorkspaceSize(const aclTensor *expandedX
     uint64_t used = 0;
     if (pl.strict && pl.N > 0) {
         const int64_t bits = pl.D0 < ((int64_t)1 << 31) ? pl.D0 : ((int64_t)1 << 31); /* int32 reach */
-        pl.ws_bitmap = carve(&used, mf_bitmap_bytes(bits));
+        pl.ws_bitmap = mf_carve(&used, mf_bitmap_bytes(bits));
     }
     const int64_t H = pl.H;
     const bool work = pl.R > 0 && H > 0;
@@ -168,7 +158,7 @@ aclnnStatus aclnnMoeFinalizeRoutingV2GetWorkspaceSize(const aclTensor *expandedX
         if (packed[i] == NULL) continue;
         if (!mf_mul_ok(packed[i]->numel, (int64_t)pl.es, &bytes) || bytes > (INT64_MAX >> 2))
             return mf_fail(TILING, "%s: workspace to pack a strided input overflows", OP);
-        *offs[i] = carve(&used, (uint64_t)bytes);
+        *offs[i] = mf_carve(&used, (uint64_t)bytes);
     }
     pl.ws_bytes = used;
     /* expertIdx without bias is checked for shape, never read */

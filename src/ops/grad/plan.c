@@ -9,11 +9,7 @@
 
 static const char OP[] = "aclnnMoeFinalizeRoutingV2Grad";
 #define TILING ACLNN_ERR_INNER_TILING_ERROR
-#define TRY(call)                                   \
-    do {                                            \
-        aclnnStatus rc_ = (call);                   \
-        if (rc_ != ACLNN_SUCCESS) return rc_;       \
-    } while (0)
+#define TRY MF_TRY
 
 static const char *const NAMES[G_NT] = {"gradY",          "expandedRowIdx",   "expandedXOptional",
                                         "scalesOptional", "expertIdxOptional", "biasOptional",
@@ -135,12 +131,6 @@ static aclnnStatus check_shapes(const aclTensor *const *t, int64_t mode, int64_t
     return ACLNN_SUCCESS;
 }
 
-static uint64_t carve(uint64_t *used, uint64_t bytes) {
-    uint64_t at = *used;
-    *used += (bytes + 63) & ~(uint64_t)63;
-    return at;
-}
-
 aclnnStatus aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize(
     const aclTensor *gradY, const aclTensor *expandedRowIdx, const aclTensor *expandedXOptional,
     const aclTensor *scalesOptional, const aclTensor *expertIdxOptional, const aclTensor *biasOptional,
@@ -181,10 +171,10 @@ aclnnStatus aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize(
     if (pl.N > INT32_MAX)
         return mf_fail(TILING, "%s: expandedRowIdx has %lld entries; moefr handles at most 2^31 - 1", OP,
                        (long long)pl.N);
-    if (pl.N > 0 && H > 0) pl.ws_owner = carve(&used, (uint64_t)pl.rows * 4);
+    if (pl.N > 0 && H > 0) pl.ws_owner = mf_carve(&used, (uint64_t)pl.rows * 4);
     if (pl.strict && pl.N > 0) {
         const int64_t bits = pl.strict_hi < ((int64_t)1 << 31) ? pl.strict_hi : ((int64_t)1 << 31);
-        pl.ws_bitmap = carve(&used, mf_bitmap_bytes(bits));
+        pl.ws_bitmap = mf_carve(&used, mf_bitmap_bytes(bits));
     }
     const int order = mf_grad_order();
     pl.by_row = pl.N > 0 && row_bytes > 0 &&
@@ -209,7 +199,7 @@ aclnnStatus aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize(
         if (packed[i] == NULL) continue;
         if (!mf_mul_ok(packed[i]->numel, (int64_t)pl.es, &bytes) || bytes > (INT64_MAX >> 2))
             return mf_fail(TILING, "%s: workspace to pack a strided input overflows", OP);
-        *offs[i] = carve(&used, (uint64_t)bytes);
+        *offs[i] = mf_carve(&used, (uint64_t)bytes);
     }
     pl.ws_bytes = used;
     return mf_op_publish(&DEF, t, unused, &pl, sizeof pl, mf_grad_run, mf_workspace_with_slack(used), workspaceSize,

@@ -178,7 +178,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 exact += (long double)xv * g;
                 mag += fabsl((long double)xv * g);
             }
-            long double tol = 1e-5L * mag;
+            long double tol = 1e-6L * mag; /* SPEC 4 */
             double lo = round_dt(sdt, (double)(exact - tol)), hi = round_dt(sdt, (double)(exact + tol));
             double g = decode(sdt, got);
             FZ_REQUIRE(g >= lo && g <= hi, "gradScales[%lld] = %.17g outside [%.17g, %.17g] (exact %.17Lg)",

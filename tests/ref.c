@@ -293,7 +293,7 @@ void ref_grad(const ref_grad_in *in, ref_grad_out *out) {
 
 int ref_gs_within(ref_dt dt, uint32_t got, long double exact, long double mag, double *err, double *tol) {
     double g = ref_decode(dt, got);
-    double rel = (double)(1e-5L * mag);
+    double rel = (double)(1e-6L * mag); /* SPEC 4 */
     if (isnan(g)) {
         *err = NAN;
         *tol = rel;

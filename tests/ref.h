@@ -50,7 +50,7 @@ typedef struct ref_grad_out {
 
 void ref_grad(const ref_grad_in *in, ref_grad_out *out);
 
-/* 1 when got (a dt pattern) is within 1e-5 * mag + ulp(dt, got) / 2 of exact;
+/* 1 when got (a dt pattern) is within 1e-6 * mag + ulp(dt, got) / 2 of exact;
  * an infinity passes only when exact, moved by the relative part of the bound
  * towards it, rounds to that infinity. *err and *tol describe the check. */
 int ref_gs_within(ref_dt dt, uint32_t got, long double exact, long double mag, double *err, double *tol);

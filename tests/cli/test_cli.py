@@ -200,7 +200,7 @@ def grad_case(dt, sdt, mode, with_scales, with_bias, with_x, active=0, big=False
             if with_bias:
                 f = f + b64[int(ei[r, k])]
             want_gs[r, k] = float(np.sum(f * g64[r]))
-            bound[r, k] = 1e-5 * float(np.sum(np.abs(f) * np.abs(g64[r])))
+            bound[r, k] = 1e-6 * float(np.sum(np.abs(f) * np.abs(g64[r])))
     try:
         gx = load_out(f"{out}/grad_expanded_x.npy", NPDT[dt])
     except Exception as e:  # noqa: BLE001 - any read problem is a failure

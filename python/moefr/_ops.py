@@ -69,8 +69,8 @@ def moe_finalize_routing_grad(grad_y, expanded_row_idx, expanded_x=None, scales=
     R = _dim(gy, 0)
     H = _dim(gy, 1) if gy.ndim >= 2 else _dim(gy, gy.ndim - 1)
     K = _dim(s, 1, 1) if s is not None else 1
-    if mode == 1:
-        gx_shape = (en, ec, H)
+    if mode == 1:  # non-positive expertNum/expertCapacity: an empty output, then the library's 561002
+        gx_shape = (max(en, 0), max(ec, 0), H)
     else:
         n = _size(idx)
         gx_shape = (active if 0 < active < n else n, H)

@@ -328,6 +328,9 @@ class Errors(unittest.TestCase):
             with self.subTest(kind=kind, error="mode"):
                 self.expect(561002, ["dropPadMode"], lambda: moefr.moe_finalize_routing_grad(
                     c.t["grad_y"], idx, drop_pad_mode=2))
+            with self.subTest(kind=kind, error="mode 1 without expert_num"):
+                self.expect(561002, ["expertNum"], lambda: moefr.moe_finalize_routing_grad(
+                    c.t["grad_y"], idx, drop_pad_mode=1, expert_num=-1, expert_capacity=4))
             with self.subTest(kind=kind, error="scales without expanded_x"):
                 self.expect(561002, ["expandedXOptional"], lambda: c.call(expanded_x=None))
 

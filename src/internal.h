@@ -65,6 +65,7 @@ bool mf_tensor_live(const aclTensor *t);
 bool mf_tensor_contiguous(const aclTensor *t);
 /* Address of the element at flat view position 0 (index all zeros). */
 static inline char *mf_tensor_base(const aclTensor *t) {
+    if (t->data == NULL) return NULL; /* an empty tensor may have no address (no arithmetic on NULL) */
     return (char *)t->data + t->offset * (int64_t)mf_dtype_size(t->dtype);
 }
 /* "(2, 3, 4)" into buf. */

@@ -447,7 +447,10 @@ static log_counts run_log_child(const char *self, const char *level) {
         if (level) setenv("MOEFR_LOG_LEVEL", level, 1);
         else unsetenv("MOEFR_LOG_LEVEL");
         setenv("MOEFR_NUM_THREADS", "oops", 1); /* a warning */
-        execl(self, self, "--log-child", (char *)NULL);
+        /* under qemu-user (make test-aarch64) the child runs through the emulator too */
+        const char *emu = getenv("MOEFR_TEST_EMULATOR");
+        if (emu && *emu) execl(emu, emu, self, "--log-child", (char *)NULL);
+        else execl(self, self, "--log-child", (char *)NULL);
         _exit(127);
     }
     close(fd[1]);

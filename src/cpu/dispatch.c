@@ -95,8 +95,12 @@ static void choose(void) {
         return;
     }
     g_table = t;
-    mf_log(MF_LOG_INFO, "kernel path %s%s (cpu features 0x%x%s)", t->isa,
-           t == &mf_ukernels_avx512bf16 ? " with AVX512-BF16" : "", f, req && *req ? ", forced" : "");
+#ifdef MF_X86
+    const char *extra = t == &mf_ukernels_avx512bf16 ? " with AVX512-BF16" : "";
+#else
+    const char *extra = "";
+#endif
+    mf_log(MF_LOG_INFO, "kernel path %s%s (cpu features 0x%x%s)", t->isa, extra, f, req && *req ? ", forced" : "");
 }
 
 const mf_ukernels *mf_kernels(void) {

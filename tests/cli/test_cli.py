@@ -13,6 +13,8 @@ import sys
 import numpy as np
 
 what, moefr, work = sys.argv[1], sys.argv[2], sys.argv[3]
+# cross builds run the CLI through qemu-user (make test-aarch64 sets MOEFR_TEST_EMULATOR)
+emu = [os.environ["MOEFR_TEST_EMULATOR"]] if os.environ.get("MOEFR_TEST_EMULATOR") else []
 seed = int(os.environ.get("MOEFR_TEST_SEED", random.SystemRandom().randrange(1 << 31)))
 print(f"test_cli {what}: seed {seed} (MOEFR_TEST_SEED={seed} replays)", flush=True)
 rng = np.random.default_rng(seed)
@@ -94,7 +96,7 @@ def save(path, arr, version=None):
 
 
 def run(args):
-    p = subprocess.run([moefr] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+    p = subprocess.run(emu + [moefr] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
     return p.returncode, p.stdout, p.stderr
 
 
@@ -598,7 +600,7 @@ def test_misc():
     check_only_files(f"{d}/o", ["grad_expanded_x.npy"], "rerun")
     # MOEFR_ISA forces the kernel path the CLI reports
     env = dict(os.environ, MOEFR_ISA="scalar")
-    p = subprocess.run([moefr, "-v"] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    p = subprocess.run(emu + [moefr, "-v"] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     if p.returncode != 0 or "kernel path scalar" not in p.stderr:
         fail(f"MOEFR_ISA=scalar -v: {p.returncode} {p.stderr!r}")
 

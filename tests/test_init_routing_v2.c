@@ -433,10 +433,55 @@ static void validation(void) {
     vfree(&p);
 }
 
+/* A repeatable executor reads its tensors' current addresses at each run:
+ * new x and expertIdx data through the setters give the new results. */
+static void repeatable(void) {
+    enum { N = 5, K = 2, H = 3, E = 4 };
+    float xa[N * H], xb[N * H], ex[N * K * H];
+    int32_t ia[N * K], ib[N * K], row[N * K], cnt[E];
+    for (int i = 0; i < N * H; i++) xa[i] = (float)i, xb[i] = (float)(100 + i);
+    for (int i = 0; i < N * K; i++) ia[i] = i % E, ib[i] = (N * K - 1 - i) % E;
+    aclTensor *tx = mk(2, N, H, 0, ACL_FLOAT, xa), *ti = mk(2, N, K, 0, ACL_INT32, ia),
+              *te = mk(2, N * K, H, 0, ACL_FLOAT, ex), *tr = mk(1, N * K, 0, 0, ACL_INT32, row),
+              *tc = mk(1, E, 0, 0, ACL_INT32, cnt);
+    uint64_t ws = 0;
+    aclOpExecutor *e = NULL;
+    CHECK(aclnnMoeInitRoutingV2GetWorkspaceSize(tx, ti, 0, 0, E, 0, 2, false, te, tr, tc, NULL, &ws, &e) ==
+              ACLNN_SUCCESS, "repeatable phase 1");
+    CHECK(aclSetAclOpExecutorRepeatable(e) == ACLNN_SUCCESS, "set repeatable");
+    void *w = ws ? malloc(ws) : NULL;
+    for (int run = 0; run < 2; run++) {
+        const float *x = run ? xb : xa;
+        const int32_t *id = run ? ib : ia;
+        if (run) {
+            CHECK(aclSetInputTensorAddr(e, 0, tx, xb) == ACLNN_SUCCESS, "set x");
+            CHECK(aclSetInputTensorAddr(e, 1, ti, ib) == ACLNN_SUCCESS, "set expertIdx");
+        }
+        memset(ex, RU_POISON, sizeof ex), memset(row, RU_POISON, sizeof row), memset(cnt, RU_POISON, sizeof cnt);
+        CHECK(aclnnMoeInitRoutingV2(w, ws, e, NULL) == ACLNN_SUCCESS, "repeatable run %d", run);
+        /* hand-made oracle: experts in order, positions in order within one */
+        int i = 0;
+        for (int x_e = 0; x_e < E; x_e++) {
+            int n = 0;
+            for (int j = 0; j < N * K; j++)
+                if (id[j] == x_e) {
+                    CHECK(row[j] == i, "run %d: row[%d] = %d, want %d", run, j, row[j], i);
+                    CHECK(memcmp(ex + i * H, x + (j / K) * H, sizeof(float) * H) == 0, "run %d: expandedX row %d", run, i);
+                    i++, n++;
+                }
+            CHECK(cnt[x_e] == n, "run %d: count[%d] = %d, want %d", run, x_e, cnt[x_e], n);
+        }
+    }
+    free(w);
+    CHECK(aclDestroyAclOpExecutor(e) == ACLNN_SUCCESS, "destroy");
+    aclDestroyTensor(tx), aclDestroyTensor(ti), aclDestroyTensor(te), aclDestroyTensor(tr), aclDestroyTensor(tc);
+}
+
 int main(int argc, char **argv) {
     g_a2 = argc > 1 && strcmp(argv[1], "--a2") == 0;
     ru_seed("test_init_routing_v2");
     validation();
+    repeatable();
     const int n = 400;
     for (int i = 0; i < n; i++) {
         rcase c = random_case(i == 0);

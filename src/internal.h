@@ -105,7 +105,16 @@ bool mf_registry_remove(mf_registry *r, const void *p); /* false if absent */
 bool mf_registry_has(mf_registry *r, const void *p);
 
 /* ---- executors (executor.c) ---- */
-typedef enum { MF_OP_GRAD = 1, MF_OP_FORWARD = 2 } mf_op_kind;
+typedef enum {
+    MF_OP_GRAD = 1,
+    MF_OP_FORWARD = 2,
+    /* the routing family (SPEC 9) */
+    MF_OP_INIT_ROUTING_V2 = 3,
+    MF_OP_INIT_ROUTING_V2_GRAD = 4,
+    MF_OP_COMPUTE_EXPERT_TOKENS = 5,
+    MF_OP_TOKEN_PERMUTE = 6,
+    MF_OP_TOKEN_PERMUTE_GRAD = 7
+} mf_op_kind;
 /* The most tensors (inputs + outputs) an operator's signature has. */
 #define MF_EXEC_SLOTS 12
 /* Phase 2 of an operator: t[i] is the executor's copy of the i-th tensor of

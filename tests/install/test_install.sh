@@ -53,7 +53,9 @@ extra=$(cd "$lib" && ls -1 | grep -E '\.(so|a)(\.|$)' |
 for sym in aclInit aclrtMalloc aclCreateTensor aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize \
            aclnnMoeFinalizeRoutingV2Grad aclGetRecentErrMsg aclrtCreateContext aclrtEventElapsedTime \
            aclrtMemcpyAsync aclCreateIntArray aclDataTypeSize aclFloatToFloat16 aclnnInit moefrFreeArray; do
-  nm -D --defined-only "$real" | grep -q " T $sym\$" || fail "$sym not exported"
+  # grep reads to the end: with -q it may exit before nm has written all, and
+  # pipefail would report nm's SIGPIPE as a missing symbol
+  nm -D --defined-only "$real" | grep " T $sym\$" >/dev/null || fail "$sym not exported"
 done
 if nm -D --defined-only "$real" | awk '{print $3}' | grep -q '^mf_'; then
   fail "internal mf_ symbols are exported"

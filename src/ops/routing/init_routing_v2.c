@@ -1,0 +1,246 @@
+/* init_routing_v2.c - aclnnMoeInitRoutingV2, both phases. Phase 1: the
+ * definition table's checks (opdef.c), then CANN's tiling checks in the order
+ * of moe_init_routing_v2_tiling.cpp (GetShapeAttrsInfo, CheckOutShape), each
+ * cited in docs/CANN_COMPAT.md. Phase 2: read and check the expert ids, the
+ * shared stable sort (sort.c), the src->dst map, then the row gather. */
+#include "aclnnop/aclnn_moe_init_routing_v2.h"
+#include "ops/opdef.h"
+#include "ops/routing/routing.h"
+
+static const char OP[] = "aclnnMoeInitRoutingV2";
+#define TILING ACLNN_ERR_INNER_TILING_ERROR
+#define TRY(call)                             \
+    do {                                      \
+        aclnnStatus rc_ = (call);             \
+        if (rc_ != ACLNN_SUCCESS) return rc_; \
+    } while (0)
+
+enum { S_X, S_EIDX, S_EX, S_ROW, S_CNT, S_BEFORE, S_NT };
+static const char *const NAMES[S_NT] = {"x",        "expertIdx", "expandedXOut", "expandedRowIdxOut",
+                                        "expertTokensCountOrCumsumOutOptional",
+                                        "expertTokensBeforeCapacityOutOptional"};
+static const unsigned FLAGS[S_NT] = {MF_T_REQUIRED, MF_T_REQUIRED, MF_T_REQUIRED | MF_T_CONTIG,
+                                     MF_T_REQUIRED | MF_T_CONTIG, MF_T_CONTIG, MF_T_CONTIG};
+/* moe_init_routing_v2_def.cpp: (x, expert_idx | expanded_x, expanded_row_idx,
+ * expert_tokens_count_or_cumsum, expert_tokens_before_capacity). ascend910_95
+ * (regbase): expert_idx INT32 or INT64; ascend910b / ascend910_93: INT32. */
+#define I32 ACL_INT32
+#define COL(T, I) {T, I, T, I32, I32, I32}
+static const mf_dtcol COLS_950[] = {COL(ACL_FLOAT16, I32),       COL(ACL_BF16, I32),       COL(ACL_FLOAT, I32),
+                                    COL(ACL_FLOAT16, ACL_INT64), COL(ACL_BF16, ACL_INT64), COL(ACL_FLOAT, ACL_INT64)};
+static const mf_dtcol COLS_A2[] = {COL(ACL_FLOAT16, I32), COL(ACL_BF16, I32), COL(ACL_FLOAT, I32)};
+#undef COL
+static const mf_op_def DEF = {OP, MF_OP_INIT_ROUTING_V2, 2, 4, NAMES, FLAGS, COLS_950, 6, COLS_A2, 3};
+
+typedef struct ir_plan {
+    bool empty;
+    bool drop_pad;
+    int count_flag;   /* 0 none, 1 cumsum, 2 count (dropless only) */
+    bool before_flag; /* drop-pad only */
+    int64_t N, K, T, H, A, E, C;
+    int64_t key_hi; /* expert ids must be below this */
+    size_t es;
+    uint64_t ws_key, ws_perm, ws_counts, ws_map, ws_sort, ws_bytes;
+} ir_plan;
+
+static aclnnStatus need_rank(const char *name, const aclTensor *t, int rank) {
+    return mf_check_rank(OP, TILING, name, t, rank);
+}
+static aclnnStatus need_dim(const char *name, const aclTensor *t, int dim, int64_t want) {
+    return mf_check_dim(OP, TILING, name, t, dim, want);
+}
+
+/* CheckTokenCount: a flagged count output is given, 1-D, expertNum long. */
+static aclnnStatus check_count_out(const char *name, const aclTensor *t, int64_t E) {
+    if (t == NULL) return mf_fail(TILING, "%s: %s is NULL but its flag asks for it", OP, name);
+    TRY(need_rank(name, t, 1));
+    return need_dim(name, t, 0, E);
+}
+
+static aclnnStatus check_shapes(const aclTensor *const *t, int64_t activeNum, int64_t C, int64_t E, int64_t mode,
+                                int64_t cflag, bool bflag, ir_plan *p) {
+    const aclTensor *x = t[S_X], *ei = t[S_EIDX], *ex = t[S_EX], *row = t[S_ROW];
+    const bool a2 = mf_soc_strict();
+    TRY(need_rank("x", x, 2));
+    const int64_t ei0 = ei->ndim >= 1 ? ei->dims[0] : -1;
+    if (x->dims[0] != ei0)
+        return mf_fail(TILING, "%s: x dim0 (%lld) and expertIdx dim0 (%lld) must be equal", OP,
+                       (long long)x->dims[0], (long long)ei0);
+    if (C < 0) return mf_fail(TILING, "%s: expertCapacity must be >= 0, got %lld", OP, (long long)C);
+    if (E < 0) return mf_fail(TILING, "%s: expertNum must be >= 0, got %lld", OP, (long long)E);
+    if (mode < 0 || mode > 1) return mf_fail(TILING, "%s: dropPadMode must be 0 or 1, got %lld", OP, (long long)mode);
+    if (mode == 1 && (C < 1 || E < 1))
+        return mf_fail(TILING, "%s: dropPadMode 1 needs expertCapacity > 0 and expertNum > 0, got %lld and %lld", OP,
+                       (long long)C, (long long)E);
+    if (cflag < 0 || cflag > 2)
+        return mf_fail(TILING, "%s: expertTokensCountOrCumsumFlag must be 0, 1 or 2, got %lld", OP, (long long)cflag);
+    if (cflag > 0 && E <= 0)
+        return mf_fail(TILING, "%s: expertTokensCountOrCumsumFlag %lld needs expertNum > 0, got %lld", OP,
+                       (long long)cflag, (long long)E);
+    if (mode == 1 && C > x->dims[0])
+        return mf_fail(TILING, "%s: expertCapacity (%lld) must be <= x dim0 (%lld) in dropPadMode 1", OP, (long long)C,
+                       (long long)x->dims[0]);
+    if (mode == 1) cflag = 0; /* CANN: no count output in drop/pad mode */
+    else bflag = false;       /* nor a before-capacity output without it */
+    int64_t K;
+    if (!a2) {
+        if (ei->ndim != 1 && ei->ndim != 2)
+            return mf_fail(TILING, "%s: expertIdx must be 1-D or 2-D, got %d-D", OP, (int)ei->ndim);
+        K = ei->ndim == 2 ? ei->dims[1] : 1;
+    } else {
+        if (activeNum < 0)
+            return mf_fail(TILING, "%s: activeNum must be >= 0, got %lld (MOEFR_SOC=ascend910b)", OP,
+                           (long long)activeNum);
+        TRY(need_rank("expertIdx", ei, 2));
+        K = ei->dims[1];
+    }
+    const int64_t N = x->dims[0], H = x->dims[1];
+    int64_t T;
+    if (!mf_mul_ok(N, K, &T) || T > INT32_MAX)
+        return mf_fail(TILING, "%s: N*K = %lld*%lld must fit int32 (expandedRowIdxOut values)", OP, (long long)N,
+                       (long long)K);
+    /* CheckOutShape */
+    int64_t A = 0;
+    if (mode == 1) {
+        TRY(need_rank("expandedXOut", ex, 3));
+        TRY(need_dim("expandedXOut", ex, 0, E));
+        TRY(need_dim("expandedXOut", ex, 1, C));
+        TRY(need_dim("expandedXOut", ex, 2, H));
+    } else {
+        TRY(need_rank("expandedXOut", ex, 2));
+        if (a2) {
+            A = activeNum == 0 ? T : (activeNum < T ? activeNum : T);
+        } else {
+            A = activeNum <= 0 ? activeNum + T : activeNum;
+            A = A < T ? A : T;
+            A = A > 0 ? A : 0;
+        }
+        TRY(need_dim("expandedXOut", ex, 0, A));
+        TRY(need_dim("expandedXOut", ex, 1, H));
+    }
+    TRY(need_rank("expandedRowIdxOut", row, 1));
+    TRY(need_dim("expandedRowIdxOut", row, 0, T));
+    if (cflag != 0) TRY(check_count_out(NAMES[S_CNT], t[S_CNT], E));
+    if (bflag) TRY(check_count_out(NAMES[S_BEFORE], t[S_BEFORE], E));
+    int64_t EC;
+    if (mode == 1 && (!mf_mul_ok(E, C, &EC) || EC > INT32_MAX))
+        return mf_fail(TILING, "%s: expertNum*expertCapacity = %lld*%lld must fit int32", OP, (long long)E,
+                       (long long)C);
+    p->drop_pad = mode == 1;
+    p->count_flag = (int)cflag;
+    p->before_flag = bflag;
+    p->N = N; p->K = K; p->T = T; p->H = H; p->A = A; p->E = E; p->C = C;
+    /* ids index the counts (and experts' rows) in drop/pad mode or with a
+     * count; otherwise CANN only requires them >= 0 */
+    p->key_hi = p->drop_pad || cflag != 0 ? E : MF_SORT_KEY_MAX;
+    return ACLNN_SUCCESS;
+}
+
+static uint64_t carve(uint64_t *used, uint64_t bytes) {
+    uint64_t at = *used;
+    *used += (bytes + 63) & ~(uint64_t)63;
+    return at;
+}
+
+static aclnnStatus ir_run(const void *plan, const aclTensor *const *t, void *workspace);
+
+aclnnStatus aclnnMoeInitRoutingV2GetWorkspaceSize(
+    const aclTensor *x, const aclTensor *expertIdx, int64_t activeNum, int64_t expertCapacity, int64_t expertNum,
+    int64_t dropPadMode, int64_t expertTokensCountOrCumsumFlag, bool expertTokensBeforeCapacityFlag,
+    const aclTensor *expandedXOut, const aclTensor *expandedRowIdxOut,
+    const aclTensor *expertTokensCountOrCumsumOutOptional, const aclTensor *expertTokensBeforeCapacityOutOptional,
+    uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const aclTensor *t[S_NT] = {x,           expertIdx, expandedXOut, expandedRowIdxOut,
+                                expertTokensCountOrCumsumOutOptional, expertTokensBeforeCapacityOutOptional};
+    TRY(mf_op_check(&DEF, t, workspaceSize, executor));
+    ir_plan pl;
+    memset(&pl, 0, sizeof pl);
+    if (mf_op_outputs_empty(&DEF, t)) { /* CANN's engine: nothing to do, no tiling */
+        pl.empty = true;
+        return mf_op_publish(&DEF, t, 0, &pl, sizeof pl, ir_run, 0, workspaceSize, executor);
+    }
+    TRY(check_shapes(t, activeNum, expertCapacity, expertNum, dropPadMode, expertTokensCountOrCumsumFlag,
+                     expertTokensBeforeCapacityFlag, &pl));
+    pl.es = mf_dtype_size(x->dtype);
+    /* workspace: keys, the sorted positions, per-expert counts, the drop/pad
+     * destination map, the sort's scratch */
+    uint64_t used = 0;
+    const int64_t T = pl.T;
+    const bool counted = pl.key_hi != MF_SORT_KEY_MAX;
+    pl.ws_key = carve(&used, (uint64_t)T * 4);
+    pl.ws_perm = carve(&used, (uint64_t)T * 4);
+    if (counted) {
+        if (pl.E > (INT64_MAX >> 5)) return mf_fail(TILING, "%s: workspace for expertNum counts overflows", OP);
+        pl.ws_counts = carve(&used, (uint64_t)pl.E * 8);
+    }
+    if (pl.drop_pad) pl.ws_map = carve(&used, (uint64_t)(pl.E * pl.C) * 4);
+    pl.ws_sort = carve(&used, mf_sort_scratch_bytes(T, counted ? (pl.E > 0 ? pl.E : 1) : MF_SORT_KEY_MAX));
+    pl.ws_bytes = used;
+    /* count outputs the flags do not ask for are not written (CANN ignores them) */
+    unsigned unused = 0;
+    if (pl.count_flag == 0 && expertTokensCountOrCumsumOutOptional) unused |= 1u << S_CNT;
+    if (!pl.before_flag && expertTokensBeforeCapacityOutOptional) unused |= 1u << S_BEFORE;
+    return mf_op_publish(&DEF, t, unused, &pl, sizeof pl, ir_run, mf_workspace_with_slack(used), workspaceSize,
+                         executor);
+}
+
+static aclnnStatus ir_run(const void *plan, const aclTensor *const *t, void *workspace) {
+    const ir_plan *p = plan;
+    if (p->empty) return ACLNN_SUCCESS;
+    TRY(mf_isa_check(OP));
+    char *ws = mf_align64(workspace);
+    const int64_t T = p->T, E = p->E, C = p->C;
+    uint32_t *key = (uint32_t *)(ws + p->ws_key);
+    int32_t *perm = (int32_t *)(ws + p->ws_perm);
+    const bool counted = p->key_hi != MF_SORT_KEY_MAX;
+    int64_t *counts = counted ? (int64_t *)(ws + p->ws_counts) : NULL;
+    int64_t max_key = 0;
+    /* every id is checked before anything is written */
+    TRY(mf_read_expert_keys(OP, "expertIdx", t[S_EIDX], p->N, p->K, p->key_hi, key, counts, &max_key));
+    const int64_t key_hi = counted ? (E > 0 ? E : 1) : max_key + 1;
+    mf_sort_by_key(key, T, key_hi, perm, ws + p->ws_sort, NULL);
+
+    int32_t *row = (int32_t *)mf_tensor_base(t[S_ROW]);
+    const mf_rows xv = mf_rows_of(t[S_X]);
+    char *ex = mf_tensor_base(t[S_EX]);
+    if (!p->drop_pad) {
+        for (int64_t i = 0; i < T; i++) row[perm[i]] = (int32_t)i;
+        mf_gather_rows(&xv, p->H, p->es, perm, p->K, p->A, ex);
+        if (p->count_flag != 0) {
+            int32_t *out = (int32_t *)mf_tensor_base(t[S_CNT]);
+            int64_t run = 0;
+            for (int64_t e = 0; e < E; e++) {
+                run += counts[e];
+                out[e] = (int32_t)(p->count_flag == 1 ? run : counts[e]);
+            }
+        }
+        return ACLNN_SUCCESS;
+    }
+    /* drop/pad: sorted position i of expert e is its slot s = i - start(e) */
+    int32_t *map = (int32_t *)(ws + p->ws_map);
+    int64_t i = 0;
+    for (int64_t e = 0; e < E; e++) {
+        const int64_t n = counts[e];
+        for (int64_t s = 0; s < n; s++, i++) {
+            const int32_t j = perm[i];
+            if (s < C) {
+                map[e * C + s] = j;
+                row[j] = (int32_t)(e * C + s);
+            } else {
+                row[j] = -1;
+            }
+        }
+        for (int64_t s = n; s < C; s++) map[e * C + s] = -1;
+    }
+    mf_gather_rows(&xv, p->H, p->es, map, p->K, E * C, ex);
+    if (p->before_flag) {
+        int32_t *out = (int32_t *)mf_tensor_base(t[S_BEFORE]);
+        for (int64_t e = 0; e < E; e++) out[e] = (int32_t)counts[e];
+    }
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclnnMoeInitRoutingV2(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+                                  aclrtStream stream) {
+    return mf_executor_execute(executor, MF_OP_INIT_ROUTING_V2, OP, workspace, workspaceSize, stream);
+}

@@ -56,7 +56,7 @@ MF_INLINE void k_body(mf_dt dt, const int Q, const int shared_g, const int has_o
                       const void *const *g, const float *s, void *const *out, const void *const *x,
                       const void *const *b, size_t n, double (*acc)[8], int nt) {
     const int dot = has_x || has_b;
-    if (!MF_V_NT || !has_out) nt = 0;
+    if (!MF_V_NT || !has_out || (Q > 1 && !MF_V_NT_MULTIROW)) nt = 0; /* nt permits, never obliges */
     for (int i = 0; nt && i < Q; i++)
         if ((uintptr_t)out[i] & 63) nt = 0; /* streaming stores write whole, aligned lines */
     mf_vd a[MF_V_QMAX];

@@ -31,7 +31,9 @@
  *
  * Constants: MF_V_ISA (table name), MF_V_QMAX (slots one multi-slot pass
  * keeps in registers), MF_V_FWD_NV (mf_vd sums per forward block, 4 or 8),
- * MF_V_NT (1 if streaming stores exist), MF_V_NORMAL_HINT (1 if vf_st32 is
+ * MF_V_NT (1 if streaming stores exist), MF_V_NT_MULTIROW (1 if they pay off
+ * while one pass writes several rows in turn; else only single-row passes
+ * stream), MF_V_NORMAL_HINT (1 if vf_st32 is
  * cheaper given `normal`; then vf_abs_below(lo, hi, bound) says whether any
  * |lane| < bound). */
 #ifndef MOEFR_KERNELS_VEC_H_

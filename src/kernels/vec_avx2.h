@@ -12,6 +12,7 @@
 #define MF_V_QMAX 4 /* 4 slots x 2 YMM of sums, plus g and temporaries, in 16 YMM */
 #define MF_V_FWD_NV 4
 #define MF_V_NT 1
+#define MF_V_NT_MULTIROW 0 /* 2-3x slower on the AVX2 EPYC VM (docs/BENCHMARKS.md) */
 #define MF_V_NORMAL_HINT 0
 
 typedef struct { __m256 v[2]; } mf_vf;

@@ -14,6 +14,7 @@
 #define MF_V_QMAX 8
 #define MF_V_FWD_NV 8
 #define MF_V_NT 1
+#define MF_V_NT_MULTIROW 1 /* measured faster on Zen 4 (docs/BENCHMARKS.md history) */
 #ifdef MF_AVX512_BF16
 #define MF_V_NORMAL_HINT 1
 #else

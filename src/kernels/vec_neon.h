@@ -17,6 +17,7 @@
 #define MF_V_QMAX 4 /* 4 slots x 4 Q registers of sums, plus g and temporaries, in 32 */
 #define MF_V_FWD_NV 4
 #define MF_V_NT 0
+#define MF_V_NT_MULTIROW 0
 #define MF_V_NORMAL_HINT 0
 
 typedef struct { float32x4_t v[4]; } mf_vf;

@@ -14,6 +14,7 @@
 #define MF_V_QMAX 8
 #define MF_V_FWD_NV 4
 #define MF_V_NT 0
+#define MF_V_NT_MULTIROW 0
 #define MF_V_NORMAL_HINT 0
 
 typedef struct { float v[16]; } mf_vf;

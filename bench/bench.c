@@ -82,6 +82,9 @@ typedef struct prob {
     aclDataType dt;
     char *gy, *x, *gx, *gs, *sc;
     int32_t *idx;
+    int with_bias;  /* biasOptional (BENCH_EXPERTS rows) and expertIdx given */
+    char *bias;
+    int32_t *eidx;
     void *ws;
     uint64_t ws_size;
 } prob;
@@ -123,6 +126,9 @@ static void fill(aclDataType dt, char *p, int64_t n) {
     }
 }
 
+/* Experts in the bias rows: 64 rows of H stay in L2 at H=4096 (16-bit). */
+#define BENCH_EXPERTS 64
+
 static int prob_make(prob *p, int64_t R, int64_t K, int64_t H, aclDataType dt) {
     memset(p, 0, sizeof *p);
     p->R = R, p->K = K, p->H = H, p->dt = dt;
@@ -133,7 +139,11 @@ static int prob_make(prob *p, int64_t R, int64_t K, int64_t H, aclDataType dt) {
     p->gs = dev_alloc(N * es + 64);
     p->sc = dev_alloc(N * es + 64);
     p->idx = dev_alloc(N * 4 + 64);
-    if (!p->gy || !p->x || !p->gx || !p->gs || !p->sc || !p->idx) return -1;
+    p->bias = dev_alloc((size_t)(BENCH_EXPERTS * H) * es + 64);
+    p->eidx = dev_alloc(N * 4 + 64);
+    if (!p->gy || !p->x || !p->gx || !p->gs || !p->sc || !p->idx || !p->bias || !p->eidx) return -1;
+    fill(dt, p->bias, BENCH_EXPERTS * H);
+    for (size_t i = 0; i < N; i++) p->eidx[i] = (int32_t)(rnd() % BENCH_EXPERTS);
     fill(dt, p->gy, R * H);
     fill(dt, p->x, (int64_t)N * H);
     fill(dt, p->sc, (int64_t)N);
@@ -144,6 +154,7 @@ static int prob_make(prob *p, int64_t R, int64_t K, int64_t H, aclDataType dt) {
 
 static void prob_free(prob *p) {
     dev_free(p->gy), dev_free(p->x), dev_free(p->gx), dev_free(p->gs), dev_free(p->sc), dev_free(p->idx);
+    dev_free(p->bias), dev_free(p->eidx);
     dev_free(p->ws);
     memset(p, 0, sizeof *p);
 }
@@ -159,12 +170,14 @@ static double prob_run(prob *p, int hzero) {
     aclTensor *ts = aclCreateTensor(d_rk, 2, p->dt, NULL, 0, ACL_FORMAT_ND, d_rk, 2, p->sc);
     aclTensor *tgx = aclCreateTensor(d_x, 2, p->dt, NULL, 0, ACL_FORMAT_ND, d_x, 2, p->gx);
     aclTensor *tgs = aclCreateTensor(d_rk, 2, p->dt, NULL, 0, ACL_FORMAT_ND, d_rk, 2, p->gs);
+    int64_t d_b[2] = {BENCH_EXPERTS, H};
+    aclTensor *tb = p->with_bias ? aclCreateTensor(d_b, 2, p->dt, NULL, 0, ACL_FORMAT_ND, d_b, 2, p->bias) : NULL;
+    aclTensor *te = p->with_bias ? aclCreateTensor(d_rk, 2, ACL_INT32, NULL, 0, ACL_FORMAT_ND, d_rk, 2, p->eidx) : NULL;
     double t = -1;
     uint64_t wsz = 0;
     aclOpExecutor *ex = NULL;
     double t0 = now();
-    int rc = aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize(tgy, tidx, tx, ts, NULL, NULL, 0, 0, 0, 0, tgx, tgs, &wsz,
-                                                           &ex);
+    int rc = aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize(tgy, tidx, tx, ts, te, tb, 0, 0, 0, 0, tgx, tgs, &wsz, &ex);
     if (rc == 0 && wsz > p->ws_size) { /* allocated outside the timed span on the first run */
         double t1 = now();
         dev_free(p->ws);
@@ -178,6 +191,7 @@ static double prob_run(prob *p, int hzero) {
     else fprintf(stderr, "bench: status %d: %s\n", rc, aclGetRecentErrMsg());
     aclDestroyTensor(tgy), aclDestroyTensor(tidx), aclDestroyTensor(tx);
     aclDestroyTensor(ts), aclDestroyTensor(tgx), aclDestroyTensor(tgs);
+    if (tb) aclDestroyTensor(tb), aclDestroyTensor(te);
     return t;
 }
 
@@ -190,11 +204,14 @@ static double prob_run_forward(prob *p) {
     aclTensor *tidx = aclCreateTensor(d_idx, 1, ACL_INT32, NULL, 0, ACL_FORMAT_ND, d_idx, 1, p->idx);
     aclTensor *tx = aclCreateTensor(d_x, 2, p->dt, NULL, 0, ACL_FORMAT_ND, d_x, 2, p->x);
     aclTensor *ts = aclCreateTensor(d_rk, 2, p->dt, NULL, 0, ACL_FORMAT_ND, d_rk, 2, p->sc);
+    int64_t d_b[2] = {BENCH_EXPERTS, p->H};
+    aclTensor *tb = p->with_bias ? aclCreateTensor(d_b, 2, p->dt, NULL, 0, ACL_FORMAT_ND, d_b, 2, p->bias) : NULL;
+    aclTensor *te = p->with_bias ? aclCreateTensor(d_rk, 2, ACL_INT32, NULL, 0, ACL_FORMAT_ND, d_rk, 2, p->eidx) : NULL;
     double t = -1;
     uint64_t wsz = 0;
     aclOpExecutor *ex = NULL;
     double t0 = now();
-    int rc = aclnnMoeFinalizeRoutingV2GetWorkspaceSize(tx, tidx, NULL, NULL, NULL, ts, NULL, 2, tout, &wsz, &ex);
+    int rc = aclnnMoeFinalizeRoutingV2GetWorkspaceSize(tx, tidx, NULL, NULL, tb, ts, te, 2, tout, &wsz, &ex);
     if (rc == 0 && wsz > p->ws_size) {
         double t1 = now();
         dev_free(p->ws);
@@ -207,6 +224,7 @@ static double prob_run_forward(prob *p) {
     if (rc == 0) t = now() - t0;
     else fprintf(stderr, "bench: forward status %d: %s\n", rc, aclGetRecentErrMsg());
     aclDestroyTensor(tout), aclDestroyTensor(tidx), aclDestroyTensor(tx), aclDestroyTensor(ts);
+    if (tb) aclDestroyTensor(tb), aclDestroyTensor(te);
     return t;
 }
 
@@ -280,10 +298,17 @@ static void row_head(void) {
                "copy GB/s", "ratio", "valid.%");
     }
 }
+/* --isa children: each row also goes to the parent as one text line. */
+static FILE *g_report;
+
 static void row(const prob *p, const result *r) {
     char shape[64];
-    snprintf(shape, sizeof shape, "%lld,%lld,%lld%s", (long long)p->R, (long long)p->K, (long long)p->H,
-             r->forward ? " fwd" : "");
+    snprintf(shape, sizeof shape, "%lld,%lld,%lld%s%s", (long long)p->R, (long long)p->K, (long long)p->H,
+             r->forward ? " fwd" : "", p->with_bias ? " bias" : "");
+    if (g_report) {
+        fprintf(g_report, "%s|%s|%.6f|%.6f\n", shape, dname(p->dt), r->ms, r->ratio);
+        fflush(g_report);
+    }
     char v[32] = "-";
     if (r->validate_pct >= 0) snprintf(v, sizeof v, "%.2f", r->validate_pct);
     if (g_markdown)
@@ -294,6 +319,8 @@ static void row(const prob *p, const result *r) {
                r->ms, r->gbs, r->copy_gbs, r->ratio, v);
     fflush(stdout);
 }
+
+static int g_bias; /* --bias: every shape also with biasOptional */
 
 static int bench_shape(int64_t R, int64_t K, int64_t H, aclDataType dt, result *r, int forward) {
     prob p;
@@ -309,6 +336,26 @@ static int bench_shape(int64_t R, int64_t K, int64_t H, aclDataType dt, result *
         f.forward = 1;
         if (measure_op(&p, &f, 0, 1) == 0) row(&p, &f);
         else rc = -1;
+    }
+    if (rc == 0 && g_bias) { /* the same problem with bias: backward (and forward) rows, and the cost */
+        result b, bf, f0 = {0};
+        p.with_bias = 1;
+        if (measure(&p, &b, 1) == 0) row(&p, &b);
+        else rc = -1;
+        if (rc == 0 && forward) {
+            bf.forward = 1;
+            if (measure_op(&p, &bf, 0, 1) == 0) row(&p, &bf);
+            else rc = -1;
+            p.with_bias = 0;
+            f0.forward = 1;
+            if (rc == 0 && measure_op(&p, &f0, 0, 1) != 0) rc = -1;
+        }
+        if (rc == 0) {
+            /* the copy-normalised medians: bias cost = ratio(no bias) / ratio(bias) - 1 */
+            printf("  bias cost %s %s: backward %+.1f%%", dname(dt), "(median of pairs)", 100.0 * (r->ratio / b.ratio - 1));
+            if (forward) printf(", forward %+.1f%%", 100.0 * (f0.ratio / bf.ratio - 1));
+            printf("\n");
+        }
     }
     prob_free(&p);
     return rc;
@@ -498,7 +545,7 @@ static int torch_compare(int64_t R, int64_t K, int64_t H, aclDataType dt, double
 static void usage(FILE *f, const char *prog) {
     fprintf(f,
             "usage: %s [--quick] [--reps N] [--shape R,K,H,dtype]... [--forward] [--ceilings] [--arith] [--no-torch]\n"
-            "          [--no-threads] [--markdown]\n"
+            "          [--no-threads] [--markdown] [--bias] [--isa LIST|all]\n"
             "  Times aclnnMoeFinalizeRoutingV2Grad (phase 1 + phase 2, mode 0, scales, random permutation)\n"
             "  against a %s-thread memcpy of the same bytes ((R*H + 2*R*K*H) * elemsize): ms and GB/s are the\n"
             "  best of N runs, ratio the median of N (operator, copy) pairs run back to back.\n"
@@ -507,6 +554,9 @@ static void usage(FILE *f, const char *prog) {
             "  (the full run without --shape always does, for the shapes with targets).\n"
             "  --arith: each --shape also times the backward's row-order arithmetic alone, rows in L2\n"
             "  (the full run always does, for the 65536,8,128 targets).\n"
+            "  --bias: each --shape also runs with biasOptional (64 experts) and prints the bias cost.\n"
+            "  --isa LIST|all: run everything once per kernel path (comma-separated, or every path this\n"
+            "  CPU runs), each in a child with MOEFR_ISA set, then compare the paths row by row.\n"
             "  dtype: fp32, bf16 or fp16. Environment: MOEFR_NUM_THREADS, MOEFR_ISA.\n",
             prog, "MOEFR_NUM_THREADS");
 }
@@ -525,8 +575,115 @@ static void ceiling_head(void) {
     if (g_markdown) printf("| shape R,K,H | dtype | pattern | ms | GB/s | ratio |\n|---|---|---|---|---|---|\n");
 }
 
+/* ---- --isa: the whole run once per kernel path, then the paths side by side ---- */
+#define ISA_ROWS 128
+typedef struct isa_row { char key[80]; double ms[8], ratio[8]; } isa_row;
+
+static int isa_compare(int argc, char **argv, const char *list) {
+    const char *all[] = {"scalar", "avx2", "avx512", "neon"};
+    char names[8][16];
+    int nisa = 0;
+    if (strcmp(list, "all") == 0) {
+        for (int i = 0; i < 4; i++) snprintf(names[nisa++], sizeof names[0], "%s", all[i]);
+    } else {
+        for (const char *c = list; *c && nisa < 8;) {
+            size_t len = strcspn(c, ",");
+            snprintf(names[nisa++], sizeof names[0], "%.*s", (int)(len < 15 ? len : 15), c);
+            c += len + (c[len] == ',');
+        }
+    }
+    /* the child's arguments: ours without --isa LIST */
+    char *args[64];
+    int na = 0;
+    for (int i = 0; i < argc && na < 63; i++) {
+        if (strcmp(argv[i], "--isa") == 0) {
+            i++;
+            continue;
+        }
+        args[na++] = argv[i];
+    }
+    args[na] = NULL;
+    static isa_row rows[ISA_ROWS];
+    int nrows = 0, ran[8] = {0}, fails = 0;
+    for (int k = 0; k < nisa; k++) {
+        int fd[2];
+        if (pipe(fd) != 0) return 1;
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid < 0) return 1;
+        if (pid == 0) {
+            close(fd[0]);
+            setenv("MOEFR_ISA", names[k], 1);
+            if (strcmp(moefrIsa(), "refused") == 0) {
+                printf("\n== MOEFR_ISA=%s: not a path this CPU/build runs, skipped\n", names[k]);
+                fflush(stdout);
+                _exit(3);
+            }
+            printf("\n== MOEFR_ISA=%s\n", names[k]);
+            g_report = fdopen(fd[1], "w");
+            int rc = moefr_bench_main(na, args);
+            fflush(stdout);
+            if (g_report) fclose(g_report);
+            _exit(rc);
+        }
+        close(fd[1]);
+        FILE *in = fdopen(fd[0], "r");
+        char line[256];
+        while (in && fgets(line, sizeof line, in)) {
+            char key[80], dt[8];
+            double ms, ratio;
+            char *bar = strchr(line, '|');
+            if (!bar || (size_t)(bar - line) >= 60) continue;
+            if (sscanf(bar + 1, "%7[^|]|%lf|%lf", dt, &ms, &ratio) != 3) continue;
+            snprintf(key, sizeof key, "%.*s %s", (int)(bar - line), line, dt);
+            int r = 0;
+            while (r < nrows && strcmp(rows[r].key, key) != 0) r++;
+            if (r == nrows) {
+                if (nrows == ISA_ROWS) continue;
+                memset(&rows[nrows], 0, sizeof rows[0]);
+                snprintf(rows[nrows++].key, sizeof rows[0].key, "%s", key);
+            }
+            rows[r].ms[k] = ms, rows[r].ratio[k] = ratio;
+        }
+        if (in) fclose(in);
+        int st = 0;
+        waitpid(pid, &st, 0);
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 0) ran[k] = 1;
+        else if (!(WIFEXITED(st) && WEXITSTATUS(st) == 3)) fails++;
+    }
+    /* speed of each path relative to the fastest path on that row, from the
+     * copy-normalised median ratios (load from other processes cancels) */
+    printf("\nkernel paths side by side: ratio to memcpy (median of pairs), and speed relative to the best path\n");
+    if (g_markdown) {
+        printf("| row | dtype |");
+        for (int k = 0; k < nisa; k++)
+            if (ran[k]) printf(" %s ratio | %s rel. |", names[k], names[k]);
+        printf("\n|---|---|");
+        for (int k = 0; k < nisa; k++)
+            if (ran[k]) printf("---|---|");
+        printf("\n");
+    }
+    for (int r = 0; r < nrows; r++) {
+        double best = 0;
+        for (int k = 0; k < nisa; k++)
+            if (ran[k] && rows[r].ratio[k] > best) best = rows[r].ratio[k];
+        char *sp = strrchr(rows[r].key, ' ');
+        if (g_markdown) printf("| %.*s | %s |", (int)(sp - rows[r].key), rows[r].key, sp + 1);
+        else printf("  %-32s", rows[r].key);
+        for (int k = 0; k < nisa; k++) {
+            if (!ran[k]) continue;
+            double rel = best > 0 ? rows[r].ratio[k] / best : 0;
+            if (g_markdown) printf(" %.3f | %.2f |", rows[r].ratio[k], rel);
+            else printf("  %s %.3f (%.2fx)", names[k], rows[r].ratio[k], rel);
+        }
+        printf("\n");
+    }
+    return fails ? 1 : 0;
+}
+
 int moefr_bench_main(int argc, char **argv) {
     int quick = 0, forward = 0, torch = 1, threads_sweep = 1, nshapes = 0, ceilings = 0, arith = 0;
+    const char *isa_list = NULL;
     int64_t shapes[32][4];
     const char *prog = argc > 0 ? argv[0] : "bench";
     for (int i = 1; i < argc; i++) {
@@ -537,6 +694,14 @@ int moefr_bench_main(int argc, char **argv) {
         else if (strcmp(argv[i], "--ceilings") == 0) ceilings = 1;
         else if (strcmp(argv[i], "--arith") == 0) arith = 1;
         else if (strcmp(argv[i], "--markdown") == 0) g_markdown = 1;
+        else if (strcmp(argv[i], "--bias") == 0) g_bias = 1;
+        else if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc) {
+            if (isa_list) {
+                fprintf(stderr, "%s: --isa given twice\n", prog);
+                return 2;
+            }
+            isa_list = argv[++i];
+        }
         else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) g_reps = atoi(argv[++i]);
         else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc && nshapes < 32) {
             long long R, K, H;
@@ -559,6 +724,7 @@ int moefr_bench_main(int argc, char **argv) {
         }
     }
     if (g_reps < 1) g_reps = 1;
+    if (isa_list) return isa_compare(argc, argv, isa_list);
     const int64_t s = quick ? 8 : 1; /* --quick divides R by 8 */
     static const int64_t thread_shapes[2][4] = {{8192, 8, 4096, ACL_FLOAT}, {65536, 8, 128, ACL_FLOAT}};
     int64_t ts[2][4];

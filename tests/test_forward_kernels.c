@@ -137,11 +137,17 @@ int main(void) {
     unsigned f = mf_cpu_features();
     if (f & MF_CPU_AVX2) tables[1] = &mf_fwd_kernels_avx2;
     if (f & MF_CPU_AVX512) tables[2] = &mf_fwd_kernels_avx512;
+#elif defined(__aarch64__)
+    if (mf_cpu_features() & MF_CPU_NEON) tables[1] = &mf_fwd_kernels_neon;
 #endif
     int fails = 0, ran = 0;
     for (int i = 0; i < 3; i++) {
         if (!tables[i]) {
+#if defined(__aarch64__)
+            if (i == 1) printf("test_forward_kernels: neon not supported here, skipped\n");
+#else
             printf("test_forward_kernels: %s not supported here, skipped\n", i == 1 ? "avx2" : "avx512");
+#endif
             continue;
         }
         fails += check_rounding(tables[i]);

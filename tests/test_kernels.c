@@ -248,6 +248,15 @@ static void check_select(void) {
         FAIL("avx512 on an avx2-only cpu was not refused: '%s'", err);
     err[0] = 0;
     if (mf_isa_select("avx2", 0, err, sizeof err) != NULL || !strstr(err, "avx2")) FAIL("avx2 not refused");
+    if (mf_isa_select("neon", ~0u, err, sizeof err) != NULL) FAIL("neon accepted on x86");
+#endif
+#ifdef MOEFR_NEON_KERNELS
+    if (mf_isa_select("", MF_CPU_NEON, err, sizeof err) != &mf_ukernels_neon) FAIL("best of neon");
+    if (mf_isa_select("neon", MF_CPU_NEON | MF_CPU_NEON_BF16, err, sizeof err) != &mf_ukernels_neon)
+        FAIL("forced neon");
+    err[0] = 0;
+    if (mf_isa_select("neon", 0, err, sizeof err) != NULL || !strstr(err, "neon")) FAIL("neon not refused");
+    if (mf_isa_select("avx2", ~0u, err, sizeof err) != NULL) FAIL("avx2 accepted on aarch64");
 #endif
 }
 
@@ -333,6 +342,9 @@ int main(int argc, char **argv) {
         {&mf_ukernels_avx2, "avx2", MF_CPU_AVX2},
         {&mf_ukernels_avx512, "avx512", MF_CPU_AVX512},
         {&mf_ukernels_avx512bf16, "avx512bf16", MF_CPU_AVX512BF16},
+#endif
+#ifdef MOEFR_NEON_KERNELS
+        {&mf_ukernels_neon, "neon", MF_CPU_NEON},
 #endif
     };
     size_t sizes[100], ns = 0;

@@ -1,4 +1,4 @@
-/* cpu.h - CPU feature detection (CPUID + XGETBV) and the kernel-table choice,
+/* cpu.h - CPU feature detection (CPUID + XGETBV, or AArch64 HWCAPs) and the kernel-table choice,
  * split so tests can run the choice against made-up feature sets. */
 #ifndef MOEFR_CPU_CPU_H_
 #define MOEFR_CPU_CPU_H_
@@ -12,6 +12,9 @@ enum {
     MF_CPU_AVX2 = 1u << 0,       /* AVX2 + FMA + F16C, YMM state enabled */
     MF_CPU_AVX512 = 1u << 1,     /* AVX-512 F + BW + VL, opmask/ZMM state enabled */
     MF_CPU_AVX512BF16 = 1u << 2, /* AVX512_BF16 on top of MF_CPU_AVX512 */
+    MF_CPU_NEON = 1u << 3,       /* AArch64 Advanced SIMD (HWCAP_ASIMD) */
+    MF_CPU_NEON_BF16 = 1u << 4,  /* FEAT_BF16 (HWCAP2_BF16); informational: the NEON
+                                  * kernels round bf16 in integers, same bits either way */
 };
 unsigned mf_cpu_features(void);
 

@@ -1,5 +1,5 @@
-/* dispatch.c - picks the kernel table once per process from CPUID/XGETBV and
- * MOEFR_ISA. A forced path the CPU cannot run is refused, never emulated. */
+/* dispatch.c - picks the kernel table once per process from CPUID/XGETBV
+ * (x86-64) or getauxval(AT_HWCAP/AT_HWCAP2) (AArch64) and MOEFR_ISA. A forced path the CPU cannot run is refused, never emulated. */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -42,6 +42,22 @@ unsigned mf_cpu_features(void) {
     }
     return f;
 }
+#elif defined(MOEFR_NEON_KERNELS)
+#include <sys/auxv.h>
+#define MF_NEON 1
+#ifndef HWCAP_ASIMD
+#define HWCAP_ASIMD (1UL << 1)
+#endif
+#ifndef HWCAP2_BF16
+#define HWCAP2_BF16 (1UL << 14)
+#endif
+
+unsigned mf_cpu_features(void) {
+    unsigned f = 0;
+    if (getauxval(AT_HWCAP) & HWCAP_ASIMD) f |= MF_CPU_NEON;
+    if ((f & MF_CPU_NEON) && (getauxval(AT_HWCAP2) & HWCAP2_BF16)) f |= MF_CPU_NEON_BF16;
+    return f;
+}
 #else
 unsigned mf_cpu_features(void) { return 0; }
 #endif
@@ -67,6 +83,13 @@ const mf_ukernels *mf_isa_select(const char *request, unsigned features, char *e
                  "MOEFR_ISA=avx2, but this CPU lacks AVX2/FMA/F16C or the OS does not enable YMM state");
         return NULL;
     }
+#elif defined(MF_NEON)
+    if (best) return (features & MF_CPU_NEON) ? &mf_ukernels_neon : &mf_ukernels_scalar;
+    if (strcmp(request, "neon") == 0) {
+        if (features & MF_CPU_NEON) return &mf_ukernels_neon;
+        snprintf(err, errlen, "MOEFR_ISA=neon, but this CPU lacks Advanced SIMD (HWCAP_ASIMD)");
+        return NULL;
+    }
 #else
     (void)features;
     if (best) return &mf_ukernels_scalar;
@@ -74,6 +97,8 @@ const mf_ukernels *mf_isa_select(const char *request, unsigned features, char *e
     if (strcmp(request, "scalar") == 0) return &mf_ukernels_scalar;
 #ifdef MF_X86
     snprintf(err, errlen, "MOEFR_ISA=%.32s is not a kernel path of this build (scalar, avx2, avx512)", request);
+#elif defined(MF_NEON)
+    snprintf(err, errlen, "MOEFR_ISA=%.32s is not a kernel path of this build (scalar, neon)", request);
 #else
     snprintf(err, errlen, "MOEFR_ISA=%.32s is not a kernel path of this build (scalar)", request);
 #endif
@@ -95,10 +120,9 @@ static void choose(void) {
         return;
     }
     g_table = t;
-#ifdef MF_X86
-    const char *extra = t == &mf_ukernels_avx512bf16 ? " with AVX512-BF16" : "";
-#else
     const char *extra = "";
+#ifdef MF_X86
+    if (t == &mf_ukernels_avx512bf16) extra = " with AVX512-BF16";
 #endif
     mf_log(MF_LOG_INFO, "kernel path %s%s (cpu features 0x%x%s)", t->isa, extra, f, req && *req ? ", forced" : "");
 }

@@ -1,14 +1,10 @@
-/* avx512.c - AVX-512 F/BW/VL kernels for CPUs without AVX512-BF16 (this file
- * alone is built with those flags); bf16 rounding done in integers. */
-#include "kernels/avx512_body.h"
+/* avx512.c - the template kernels (kbody.h, fbody.h) over the AVX-512 F/BW/VL
+ * layer (vec_avx512.h), bf16 rounding in integers; this file alone is built
+ * with those flags. The forward table is this one's (it rounds from fp64). */
+#include "kernels/vec_avx512.h"
 
-const mf_ukernels mf_ukernels_avx512 = {
-    "avx512",
-    {sd_f32_scale, sd_f16_scale, sd_bf16_scale},
-    {sd_f32_dot, sd_f16_dot, sd_bf16_dot},
-    {sd_f32, sd_f16, sd_bf16},
-    {multi_f32, multi_f16, multi_bf16},
-    {rows_f32, rows_f16, rows_bf16},
-    copy_avx512,
-    fence_sfence,
-};
+#include "kernels/fbody.h"
+#include "kernels/kbody.h"
+
+const mf_ukernels mf_ukernels_avx512 = MF_UK_TABLE(MF_V_ISA);
+const mf_fwd_kernels mf_fwd_kernels_avx512 = MF_FWD_TABLE(MF_V_ISA);

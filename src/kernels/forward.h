@@ -59,6 +59,7 @@ typedef struct mf_fwd_kernels {
 extern const mf_fwd_kernels mf_fwd_kernels_scalar;
 extern const mf_fwd_kernels mf_fwd_kernels_avx2;   /* x86-64 builds only */
 extern const mf_fwd_kernels mf_fwd_kernels_avx512; /* x86-64 builds only */
+extern const mf_fwd_kernels mf_fwd_kernels_neon;   /* AArch64 builds only */
 
 /* The table matching the ISA the backward's dispatch chose (mf_kernels()->isa). */
 const mf_fwd_kernels *mf_fwd_kernels_select(void);

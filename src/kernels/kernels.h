@@ -50,6 +50,8 @@ extern const mf_ukernels mf_ukernels_scalar;
 extern const mf_ukernels mf_ukernels_avx2;
 extern const mf_ukernels mf_ukernels_avx512;     /* F/BW/VL, integer bf16 rounding */
 extern const mf_ukernels mf_ukernels_avx512bf16; /* same, plus VCVTNEPS2BF16 */
+/* AArch64 builds only. */
+extern const mf_ukernels mf_ukernels_neon;
 
 /* The canonical reduction of 8 lane sums. */
 static inline double mf_reduce8(const double p[8]) {

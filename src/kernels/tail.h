@@ -33,11 +33,4 @@ static inline void mf_scale_dot_tail(mf_dt dt, const void *g, float s, void *out
     }
 }
 
-/* scale_dot_rows as q scale_dot calls (tables without an interleaved body). */
-#define MF_ROWS_BY_SD(NAME, SD)                                                                          \
-    static void NAME(size_t n, int q, const void *const *g, const float *s, void *const *out,           \
-                     const void *const *x, const void *const *b, double (*acc)[8], int nt) {             \
-        for (int i = 0; i < q; i++) SD(g[i], s[i], out[i], x[i], b ? b[i] : NULL, n, acc[i], nt);       \
-    }
-
 #endif /* MOEFR_KERNELS_TAIL_H_ */

@@ -1,0 +1,92 @@
+/* fbody.h - the forward's row kernel (forward.h contract), written once over
+ * a vector layer (vec.h). Include a layer first; MF_FWD_TABLE(name) expands to
+ * the mf_fwd_kernels initializer.
+ *
+ * Per element, in fp64 (the order of forward_ref.h): acc = x1 (+ x2), or the
+ * first present slot term; then for each slot in order acc = acc + s * (x + b),
+ * then one rounding to the dtype. A block of 8 * MF_V_FWD_NV elements keeps
+ * its sums in registers across all the token's slots; blocks of 32 follow,
+ * then the last n % 32 elements through forward_ref.h one at a time. The
+ * lanes are elements in the layer's vd_ld16p order; acc tiles (MF_FWD_LOAD)
+ * keep that order, so they are read back only by the same table, j0 and n. */
+#ifndef MOEFR_KERNELS_FBODY_H_
+#define MOEFR_KERNELS_FBODY_H_
+
+#include "kernels/forward_ref.h"
+
+#define MF_F_UNROLL _Pragma("GCC unroll 8")
+
+MF_INLINE void f_block(mf_dt dt, const mf_fwd_row *t, size_t j, size_t i, double *acc, int load, int fin, int nt,
+                       const int nv) {
+    const size_t es = dt == MF_F32 ? 4 : 2;
+    for (int q = 0; q < t->nnext; q++) /* the next token's rows, at this offset */
+        for (size_t o = 0; o < 8 * (size_t)nv * es; o += 64) v_prefetch((const char *)t->next[q] + j * es + o);
+    mf_vd a[8];
+    int have = 0;
+    if (load) {
+        MF_F_UNROLL for (int v = 0; v < nv; v++) a[v] = vd_ldu(acc + i + 8 * v);
+        have = 1;
+    } else if (t->x1) {
+        MF_F_UNROLL for (int h = 0; h < nv / 2; h++) vd_ld16p(dt, t->x1, j + 16 * h, a + 2 * h);
+        if (t->x2) {
+            mf_vd w[8];
+            MF_F_UNROLL for (int h = 0; h < nv / 2; h++) vd_ld16p(dt, t->x2, j + 16 * h, w + 2 * h);
+            MF_F_UNROLL for (int v = 0; v < nv; v++) a[v] = vd_add(a[v], w[v]);
+        }
+        have = 1;
+    } else {
+        MF_F_UNROLL for (int v = 0; v < nv; v++) a[v] = vd_zero();
+    }
+    for (int q = 0; q < t->nk; q++) {
+        const void *x = t->x[q], *b = t->b[q];
+        const void *first = x ? x : b;
+        if (!first) continue;
+        mf_vd w[8];
+        MF_F_UNROLL for (int h = 0; h < nv / 2; h++) vd_ld16p(dt, first, j + 16 * h, w + 2 * h);
+        if (x && b) {
+            mf_vd u[8];
+            MF_F_UNROLL for (int h = 0; h < nv / 2; h++) vd_ld16p(dt, b, j + 16 * h, u + 2 * h);
+            MF_F_UNROLL for (int v = 0; v < nv; v++) w[v] = vd_add(w[v], u[v]);
+        }
+        const mf_vd s = vd_set1(t->s[q]);
+        if (have && !(x && b)) /* w is one widened input: s * w is exact */
+            MF_F_UNROLL for (int v = 0; v < nv; v++) a[v] = vd_madd_exact(a[v], s, w[v]);
+        else if (have)
+            MF_F_UNROLL for (int v = 0; v < nv; v++) a[v] = vd_add(a[v], vd_mul(s, w[v]));
+        else
+            MF_F_UNROLL for (int v = 0; v < nv; v++) a[v] = vd_mul(s, w[v]);
+        have = 1;
+    }
+    if (fin) /* a is +0.0 when nothing was present */
+        MF_F_UNROLL for (int h = 0; h < nv / 4; h++) vd_st32p(dt, t->out, j + 32 * h, a + 4 * h, nt);
+    else if (have)
+        MF_F_UNROLL for (int v = 0; v < nv; v++) vd_stu(acc + i + 8 * v, a[v]);
+}
+
+MF_INLINE int f_row(mf_dt dt, const mf_fwd_row *t, size_t j0, size_t n, double *acc, int flags, int nt) {
+    const int load = flags & MF_FWD_LOAD, fin = flags & MF_FWD_FINAL;
+    const int have0 = load || mf_fwd_has_term(t);
+    const size_t es = dt == MF_F32 ? 4 : 2;
+    if (!MF_V_NT || !fin || ((uintptr_t)((char *)t->out + j0 * es) & 63)) nt = 0; /* whole aligned lines */
+    size_t i = 0;
+#if MF_V_FWD_NV == 8
+    for (; i + 64 <= n; i += 64) f_block(dt, t, j0 + i, i, acc, load, fin, nt, 8);
+#endif
+    for (; i + 32 <= n; i += 32) f_block(dt, t, j0 + i, i, acc, load, fin, nt, 4);
+    if (i < n) mf_fwd_row_ref(dt, t, j0, i, n, acc, flags);
+    return have0;
+}
+
+static int f_row_f32(const mf_fwd_row *t, size_t j0, size_t n, double *acc, int flags, int nt) {
+    return f_row(MF_F32, t, j0, n, acc, flags, nt);
+}
+static int f_row_f16(const mf_fwd_row *t, size_t j0, size_t n, double *acc, int flags, int nt) {
+    return f_row(MF_F16, t, j0, n, acc, flags, nt);
+}
+static int f_row_bf16(const mf_fwd_row *t, size_t j0, size_t n, double *acc, int flags, int nt) {
+    return f_row(MF_BF16, t, j0, n, acc, flags, nt);
+}
+
+#define MF_FWD_TABLE(NAME) {NAME, {f_row_f32, f_row_f16, f_row_bf16}, v_fence}
+
+#endif /* MOEFR_KERNELS_FBODY_H_ */

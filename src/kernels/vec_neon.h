@@ -1,0 +1,158 @@
+/* vec_neon.h - the vector layer on AArch64 Advanced SIMD (vec.h has the
+ * contract): mf_vf is four Q registers of fp32, mf_vd four of fp64. fp16
+ * widens and narrows with FCVTL/FCVTN (round to nearest even under Linux's
+ * default FPCR: no flush-to-zero, no default-NaN), bf16 with integer shifts
+ * and the same rounding in integers as fp.h, so every lane is bit-identical
+ * with the x86 layers. fp64 -> 16-bit rounds once through FCVTXN (fp64 ->
+ * fp32 rounded to odd), then RNE. No streaming stores. */
+#ifndef MOEFR_KERNELS_VEC_NEON_H_
+#define MOEFR_KERNELS_VEC_NEON_H_
+
+#include <arm_neon.h>
+
+#include "kernels/forward_ref.h"
+#include "kernels/vec.h"
+
+#define MF_V_ISA "neon"
+#define MF_V_QMAX 4 /* 4 slots x 4 Q registers of sums, plus g and temporaries, in 32 */
+#define MF_V_FWD_NV 4
+#define MF_V_NT 0
+#define MF_V_NT_MULTIROW 0
+#define MF_V_NORMAL_HINT 0
+
+typedef struct { float32x4_t v[4]; } mf_vf;
+typedef struct { float64x2_t v[4]; } mf_vd;
+
+/* 4 elements widened exactly to fp32. */
+MF_INLINE float32x4_t nn_ld4(mf_dt dt, const void *p, size_t j) {
+    if (dt == MF_F32) return vld1q_f32((const float *)p + j);
+    uint16x4_t h = vld1_u16((const uint16_t *)p + j);
+    if (dt == MF_F16) return vcvt_f32_f16(vreinterpret_f16_u16(h));
+    return vreinterpretq_f32_u32(vshll_n_u16(h, 16));
+}
+
+MF_INLINE mf_vf vf_ld(mf_dt dt, const void *p, size_t j) {
+    mf_vf r;
+    for (int q = 0; q < 4; q++) r.v[q] = nn_ld4(dt, p, j + 4 * (size_t)q);
+    return r;
+}
+MF_INLINE mf_vf vf_set1(float s) {
+    mf_vf r;
+    for (int q = 0; q < 4; q++) r.v[q] = vdupq_n_f32(s);
+    return r;
+}
+MF_INLINE mf_vf vf_mul(mf_vf a, mf_vf b) {
+    for (int q = 0; q < 4; q++) a.v[q] = vmulq_f32(a.v[q], b.v[q]);
+    return a;
+}
+
+/* fp32 -> bf16 bits in each 32-bit lane's low half: RNE, NaN quieted as fp.h. */
+MF_INLINE uint16x4_t nn_bf16_rne(float32x4_t v) {
+    uint32x4_t u = vreinterpretq_u32_f32(v);
+    uint32x4_t lsb = vandq_u32(vshrq_n_u32(u, 16), vdupq_n_u32(1));
+    uint32x4_t r = vaddq_u32(vaddq_u32(u, vdupq_n_u32(0x7FFF)), lsb);
+    uint32x4_t nan = vcgtq_u32(vandq_u32(u, vdupq_n_u32(0x7FFFFFFF)), vdupq_n_u32(0x7F800000));
+    uint32x4_t q = vorrq_u32(u, vdupq_n_u32(0x400000)); /* quiet bit: (u >> 16) | 0x40 after the shift */
+    return vshrn_n_u32(vbslq_u32(nan, q, r), 16);
+}
+MF_INLINE uint16x4_t nn_narrow4(mf_dt dt, float32x4_t v) {
+    if (dt == MF_F16) return vreinterpret_u16_f16(vcvt_f16_f32(v));
+    return nn_bf16_rne(v);
+}
+MF_INLINE void vf_st32(mf_dt dt, void *p, size_t j, mf_vf lo, mf_vf hi, int nt, int normal) {
+    (void)nt, (void)normal;
+    if (dt == MF_F32) {
+        float *o = (float *)p + j;
+        for (int q = 0; q < 4; q++) vst1q_f32(o + 4 * q, lo.v[q]);
+        for (int q = 0; q < 4; q++) vst1q_f32(o + 16 + 4 * q, hi.v[q]);
+        return;
+    }
+    uint16_t *o = (uint16_t *)p + j;
+    for (int q = 0; q < 2; q++) {
+        vst1q_u16(o + 8 * q, vcombine_u16(nn_narrow4(dt, lo.v[2 * q]), nn_narrow4(dt, lo.v[2 * q + 1])));
+        vst1q_u16(o + 16 + 8 * q, vcombine_u16(nn_narrow4(dt, hi.v[2 * q]), nn_narrow4(dt, hi.v[2 * q + 1])));
+    }
+}
+
+MF_INLINE mf_vd vd_ld(mf_dt dt, const void *p, size_t j) {
+    mf_vd r;
+    if (dt == MF_F32) {
+        for (int q = 0; q < 4; q++) r.v[q] = vcvt_f64_f32(vld1_f32((const float *)p + j + 2 * (size_t)q));
+        return r;
+    }
+    for (int h = 0; h < 2; h++) {
+        float32x4_t f = nn_ld4(dt, p, j + 4 * (size_t)h);
+        r.v[2 * h] = vcvt_f64_f32(vget_low_f32(f));
+        r.v[2 * h + 1] = vcvt_high_f64_f32(f);
+    }
+    return r;
+}
+MF_INLINE mf_vd vd_zero(void) {
+    mf_vd r;
+    for (int q = 0; q < 4; q++) r.v[q] = vdupq_n_f64(0.0);
+    return r;
+}
+MF_INLINE mf_vd vd_set1(double s) {
+    mf_vd r;
+    for (int q = 0; q < 4; q++) r.v[q] = vdupq_n_f64(s);
+    return r;
+}
+MF_INLINE mf_vd vd_ldu(const double *p) {
+    mf_vd r;
+    for (int q = 0; q < 4; q++) r.v[q] = vld1q_f64(p + 2 * q);
+    return r;
+}
+MF_INLINE void vd_stu(double *p, mf_vd a) {
+    for (int q = 0; q < 4; q++) vst1q_f64(p + 2 * q, a.v[q]);
+}
+MF_INLINE mf_vd vd_add(mf_vd a, mf_vd b) {
+    for (int q = 0; q < 4; q++) a.v[q] = vaddq_f64(a.v[q], b.v[q]);
+    return a;
+}
+MF_INLINE mf_vd vd_mul(mf_vd a, mf_vd b) {
+    for (int q = 0; q < 4; q++) a.v[q] = vmulq_f64(a.v[q], b.v[q]);
+    return a;
+}
+MF_INLINE mf_vd vd_madd_exact(mf_vd a, mf_vd t, mf_vd g) {
+    for (int q = 0; q < 4; q++) a.v[q] = vfmaq_f64(a.v[q], t.v[q], g.v[q]);
+    return a;
+}
+
+/* Forward layout: element order. */
+MF_INLINE void vd_ld16p(mf_dt dt, const void *p, size_t j, mf_vd v[2]) {
+    v[0] = vd_ld(dt, p, j);
+    v[1] = vd_ld(dt, p, j + 8);
+}
+/* 4 fp64 lanes rounded once to dt (NaN canonical: forward_ref.h's mf_fwd_st). */
+MF_INLINE float32x4_t nn_odd4(float64x2_t a, float64x2_t b) { return vcvtx_high_f32_f64(vcvtx_f32_f64(a), b); }
+MF_INLINE void nn_st8p(mf_dt dt, void *p, size_t j, mf_vd v) {
+    if (dt == MF_F32) {
+        for (int h = 0; h < 2; h++) {
+            float32x4_t f = vcvt_high_f32_f64(vcvt_f32_f64(v.v[2 * h]), v.v[2 * h + 1]);
+            uint32x4_t ok = vceqq_f32(f, f);
+            vst1q_f32((float *)p + j + 4 * (size_t)h,
+                      vbslq_f32(ok, f, vreinterpretq_f32_u32(vdupq_n_u32(0x7FC00000u))));
+        }
+        return;
+    }
+    uint16x4_t r[2];
+    for (int h = 0; h < 2; h++) {
+        /* round to odd into fp32 (>= 2 more bits than fp16/bf16 everywhere),
+         * then one RNE: the same as one direct RNE from fp64 */
+        float32x4_t f = nn_odd4(v.v[2 * h], v.v[2 * h + 1]);
+        uint16x4_t nan = vmovn_u32(vmvnq_u32(vceqq_f32(f, f)));
+        if (dt == MF_F16) r[h] = vbsl_u16(nan, vdup_n_u16(0x7E00), vreinterpret_u16_f16(vcvt_f16_f32(f)));
+        else r[h] = vbsl_u16(nan, vdup_n_u16(0x7FC0), nn_bf16_rne(f));
+    }
+    vst1q_u16((uint16_t *)p + j, vcombine_u16(r[0], r[1]));
+}
+MF_INLINE void vd_st32p(mf_dt dt, void *p, size_t j, const mf_vd v[4], int nt) {
+    (void)nt;
+    for (int q = 0; q < 4; q++) nn_st8p(dt, p, j + 8 * (size_t)q, v[q]);
+}
+
+MF_INLINE void v_prefetch(const void *p) { __builtin_prefetch(p, 0, 3); }
+MF_INLINE void v_stream64(void *d, const void *s) { memcpy(d, s, 64); }
+static void v_fence(void) {}
+
+#endif /* MOEFR_KERNELS_VEC_NEON_H_ */

@@ -14,7 +14,11 @@
 
 #include "kernels/forward_ref.h"
 
+#ifdef MF_V_NO_UNROLL /* see kbody.h */
+#define MF_F_UNROLL
+#else
 #define MF_F_UNROLL _Pragma("GCC unroll 8")
+#endif
 
 MF_INLINE void f_block(mf_dt dt, const mf_fwd_row *t, size_t j, size_t i, double *acc, int load, int fin, int nt,
                        const int nv) {

@@ -16,8 +16,16 @@
 
 #include <string.h>
 
+/* Unrolling only changes speed, never bits. The scalar layer's "vectors" are
+ * 16-lane loops already, and unrolling them 8 x 4 more makes the compiler
+ * take many minutes (far more under sanitizers) for no gain: it opts out. */
+#ifdef MF_V_NO_UNROLL
+#define MF_UNROLL_Q
+#define MF_UNROLL_4
+#else
 #define MF_UNROLL_Q _Pragma("GCC unroll 8")
 #define MF_UNROLL_4 _Pragma("GCC unroll 4")
+#endif
 
 /* |g| at or above the returned bound makes |g * s| an fp32 normal (or 0 when
  * s is 0: then nothing is known and the bound is infinite) for every s given. */

@@ -11,6 +11,7 @@
 #include "kernels/vec.h"
 
 #define MF_V_ISA "scalar"
+#define MF_V_NO_UNROLL 1
 #define MF_V_QMAX 8
 #define MF_V_FWD_NV 4
 #define MF_V_NT 0

@@ -1,12 +1,12 @@
 /* plan.c - phase 1 of aclnnMoeFinalizeRoutingV2: the definition table's
  * checks (opdef.c), then CANN's tiling checks in the order of
  * moe_finalize_routing_v2_tiling_membase.cpp (each cited in
- * docs/CANN_COMPAT.md), then a plan and the workspace it needs. Nothing is
- * read from tensor data here, and data addresses may still be NULL. */
+ * docs/CANN_COMPAT.md); then, shared with the other front end
+ * (finalize_routing.c), a plan and the workspace it needs (mf_fwd_publish).
+ * Nothing is read from tensor data here, and data addresses may still be NULL. */
 #include "ops/forward/forward.h"
 
 #include "aclnnop/aclnn_moe_finalize_routing_v2.h"
-#include "ops/opdef.h"
 
 static const char OP[] = "aclnnMoeFinalizeRoutingV2";
 #define TILING ACLNN_ERR_INNER_TILING_ERROR
@@ -96,6 +96,9 @@ static aclnnStatus check_shapes(const aclTensor *const *t, int64_t mode, fwd_pla
     return ACLNN_SUCCESS;
 }
 
+/* V2's executor keeps the roles in their own order. */
+static const int8_t AT_V2[F_NT] = {F_X, F_IDX, F_X1, F_X2, F_BIAS, F_SCALES, F_EIDX, F_OUT};
+
 aclnnStatus aclnnMoeFinalizeRoutingV2GetWorkspaceSize(const aclTensor *expandedX, const aclTensor *expandedRowIdx,
                                                       const aclTensor *x1Optional, const aclTensor *x2Optional,
                                                       const aclTensor *biasOptional, const aclTensor *scalesOptional,
@@ -105,65 +108,88 @@ aclnnStatus aclnnMoeFinalizeRoutingV2GetWorkspaceSize(const aclTensor *expandedX
     const aclTensor *t[F_NT] = {expandedX,      expandedRowIdx,    x1Optional, x2Optional, biasOptional,
                                 scalesOptional, expertIdxOptional, out};
     TRY(mf_op_check(&DEF, t, workspaceSize, executor));
+    if (mf_op_outputs_empty(&DEF, t)) /* CANN's engine: nothing to do, no tiling */
+        return mf_fwd_publish_empty(&DEF, AT_V2, t, workspaceSize, executor);
     fwd_plan pl;
     memset(&pl, 0, sizeof pl);
-    if (mf_op_outputs_empty(&DEF, t)) { /* CANN's engine: nothing to do, no tiling */
-        pl.empty = true;
-        return mf_op_publish(&DEF, t, 0, &pl, sizeof pl, mf_fwd_run, 0, workspaceSize, executor);
-    }
     TRY(check_shapes(t, dropPadMode, &pl));
+    /* Ascend 950's kernel drops mode-0/2 values at or past expandedX's rows */
+    const bool drop_pad = dropPadMode == 1 || dropPadMode == 3;
+    return mf_fwd_publish(&DEF, AT_V2, t, dropPadMode, !drop_pad && !mf_soc_strict(), &pl, workspaceSize, executor);
+}
 
-    pl.mode = (int)dropPadMode;
-    pl.drop_pad = dropPadMode == 1 || dropPadMode == 3;
-    pl.row_laid = dropPadMode >= 2;
-    pl.has_x1 = x1Optional != NULL;
-    pl.has_x2 = x2Optional != NULL;
-    pl.has_bias = biasOptional != NULL;
-    pl.has_scales = scalesOptional != NULL;
-    pl.has_eidx = expertIdxOptional != NULL;
-    pl.strict = mf_index_strict();
-    pl.drop_high = !pl.drop_pad && !mf_soc_strict();
-    pl.dtype = expandedX->dtype;
-    pl.dt = mf_dt_of(expandedX->dtype);
-    pl.es = mf_dtype_size(expandedX->dtype);
+static void bind(fwd_plan *p, const mf_op_def *def, const int8_t *at) {
+    p->def = def;
+    memcpy(p->at, at, sizeof p->at);
+}
+
+aclnnStatus mf_fwd_publish_empty(const mf_op_def *def, const int8_t *at, const aclTensor *const *t,
+                                 uint64_t *workspaceSize, aclOpExecutor **executor) {
+    fwd_plan pl;
+    memset(&pl, 0, sizeof pl);
+    bind(&pl, def, at);
+    pl.empty = true;
+    return mf_op_publish(def, t, 0, &pl, sizeof pl, mf_fwd_run, 0, workspaceSize, executor);
+}
+
+aclnnStatus mf_fwd_publish(const mf_op_def *def, const int8_t *at, const aclTensor *const *t, int64_t mode,
+                           bool drop_high, fwd_plan *p, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const char *op = def->name;
+    bind(p, def, at);
+#define ROLE(r) (at[r] < 0 ? NULL : t[at[r]])
+    const aclTensor *expandedX = ROLE(F_X), *x1 = ROLE(F_X1), *x2 = ROLE(F_X2), *bias = ROLE(F_BIAS);
+    p->mode = (int)mode;
+    p->drop_pad = mode == 1 || mode == 3;
+    p->row_laid = mode >= 2;
+    p->has_x1 = x1 != NULL;
+    p->has_x2 = x2 != NULL;
+    p->has_bias = bias != NULL;
+    p->has_scales = ROLE(F_SCALES) != NULL;
+    p->has_eidx = ROLE(F_EIDX) != NULL;
+#undef ROLE
+    p->strict = mf_index_strict();
+    p->drop_high = drop_high;
+    p->dtype = expandedX->dtype;
+    p->dt = mf_dt_of(expandedX->dtype);
+    p->es = mf_dtype_size(expandedX->dtype);
 
     /* Workspace: the strict-mode bitmap (repeat check), then packed copies of
      * the inputs whose elements are not adjacent (kernels read unit-stride rows). */
     uint64_t used = 0;
-    if (pl.strict && pl.N > 0) {
-        const int64_t bits = pl.D0 < ((int64_t)1 << 31) ? pl.D0 : ((int64_t)1 << 31); /* int32 reach */
-        pl.ws_bitmap = mf_carve(&used, mf_bitmap_bytes(bits));
+    if (p->strict && p->N > 0) {
+        const int64_t bits = p->D0 < ((int64_t)1 << 31) ? p->D0 : ((int64_t)1 << 31); /* int32 reach */
+        p->ws_bitmap = mf_carve(&used, mf_bitmap_bytes(bits));
     }
-    const int64_t H = pl.H;
-    const bool work = pl.R > 0 && H > 0;
+    const int64_t H = p->H;
+    const bool work = p->R > 0 && H > 0;
     const mf_rows xv = mf_rows_of(expandedX);
-    pl.pack_x = work && pl.N > 0 && !mf_rows_dense(&xv, H, pl.es);
-    if (work && pl.has_x1) {
-        const mf_rows v = mf_rows_of(x1Optional);
-        pl.pack_x1 = !mf_rows_dense(&v, H, pl.es);
+    p->pack_x = work && p->N > 0 && !mf_rows_dense(&xv, H, p->es);
+    if (work && p->has_x1) {
+        const mf_rows v = mf_rows_of(x1);
+        p->pack_x1 = !mf_rows_dense(&v, H, p->es);
     }
-    if (work && pl.has_x2) {
-        const mf_rows v = mf_rows_of(x2Optional);
-        pl.pack_x2 = !mf_rows_dense(&v, H, pl.es);
+    if (work && p->has_x2) {
+        const mf_rows v = mf_rows_of(x2);
+        p->pack_x2 = !mf_rows_dense(&v, H, p->es);
     }
-    if (work && pl.has_bias && pl.N > 0) {
-        const mf_rows v = mf_rows_of(biasOptional);
-        pl.pack_bias = !mf_rows_dense(&v, H, pl.es);
+    if (work && p->has_bias && p->N > 0) {
+        const mf_rows v = mf_rows_of(bias);
+        p->pack_bias = !mf_rows_dense(&v, H, p->es);
     }
-    const aclTensor *packed[] = {pl.pack_x ? expandedX : NULL, pl.pack_x1 ? x1Optional : NULL,
-                                 pl.pack_x2 ? x2Optional : NULL, pl.pack_bias ? biasOptional : NULL};
-    uint64_t *offs[] = {&pl.ws_x, &pl.ws_x1, &pl.ws_x2, &pl.ws_bias};
+    const aclTensor *packed[] = {p->pack_x ? expandedX : NULL, p->pack_x1 ? x1 : NULL, p->pack_x2 ? x2 : NULL,
+                                 p->pack_bias ? bias : NULL};
+    uint64_t *offs[] = {&p->ws_x, &p->ws_x1, &p->ws_x2, &p->ws_bias};
     for (int i = 0; i < 4; i++) {
         int64_t bytes;
         if (packed[i] == NULL) continue;
-        if (!mf_mul_ok(packed[i]->numel, (int64_t)pl.es, &bytes) || bytes > (INT64_MAX >> 2))
-            return mf_fail(TILING, "%s: workspace to pack a strided input overflows", OP);
+        if (!mf_mul_ok(packed[i]->numel, (int64_t)p->es, &bytes) || bytes > (INT64_MAX >> 2))
+            return mf_fail(TILING, "%s: workspace to pack a strided input overflows", op);
         *offs[i] = mf_carve(&used, (uint64_t)bytes);
     }
-    pl.ws_bytes = used;
+    p->ws_bytes = used;
     /* expertIdx without bias is checked for shape, never read */
-    const unsigned unused = pl.has_eidx && !pl.has_bias ? 1u << F_EIDX : 0;
-    return mf_op_publish(&DEF, t, unused, &pl, sizeof pl, mf_fwd_run, mf_workspace_with_slack(used), workspaceSize,
+    const unsigned unused = p->has_eidx && !p->has_bias ? 1u << at[F_EIDX] : 0;
+    return mf_op_publish(def, t, unused, p, sizeof *p, mf_fwd_run, mf_workspace_with_slack(used), workspaceSize,
                          executor);
 }
 

@@ -1,4 +1,4 @@
-/* run.c - phase 2 of aclnnMoeFinalizeRoutingV2: bind the plan to the
+/* run.c - phase 2 of the forward (both front ends): bind the plan to the
  * executor's tensors, check the index and expert values CANN would read out
  * of bounds with, then (only if all are valid) pack strided inputs and
  * compute token by token in one pass: each out row is summed in fp64 and
@@ -8,8 +8,6 @@
 
 #include "kernels/forward.h"
 #include "ops/forward/forward.h"
-
-static const char OP[] = "aclnnMoeFinalizeRoutingV2";
 
 /* Tokens with more than MF_FWD_KMAX slots keep an fp64 tile of this many
  * elements (4 KiB) in L1 between slot groups. */
@@ -33,8 +31,7 @@ static void fill_slots(const fwd_ctx *c, int64_t r, int64_t k0, int64_t k1, mf_f
     t->nk = (int)(k1 - k0);
     for (int64_t k = k0; k < k1; k++) {
         const int q = (int)(k - k0);
-        const int64_t i = p->row_laid ? r * p->K + k : k * p->R + r;
-        const int32_t d = mf_small_i32(&c->idx, i, 0);
+        const int32_t d = mf_small_i32(&c->idx, mf_fwd_slot_pos(p, r, k), 0);
         /* validated: d in [0, D0), or a dropped slot (-1 in drop-pad modes,
          * >= D0 in modes 0/2 under Ascend 950's rules), whose whole term,
          * bias included, is absent, as CANN's kernels skip it */
@@ -51,8 +48,7 @@ static void fill_next(const fwd_ctx *c, int64_t r, int64_t r1, mf_fwd_row *t) {
     t->nnext = 0;
     if (!c->prefetch || r >= r1) return;
     for (int64_t k = 0; k < p->K && k < MF_FWD_KMAX; k++) {
-        const int64_t i = p->row_laid ? r * p->K + k : k * p->R + r;
-        const int32_t d = mf_small_i32(&c->idx, i, 0);
+        const int32_t d = mf_small_i32(&c->idx, mf_fwd_slot_pos(p, r, k), 0);
         if (d >= 0 && d < p->D0) t->next[t->nnext++] = mf_row(&c->x, d);
     }
     if (p->has_x1) t->next[t->nnext++] = mf_row(&c->x1, r);
@@ -102,6 +98,7 @@ static void fwd_tokens(void *vctx, int64_t r0, int64_t r1) {
  * value twice (modes 1/3: no value but -1 twice). */
 static aclnnStatus check_values(const fwd_ctx *c, void *ws) {
     const fwd_plan *p = c->p;
+    const char *OP = p->def->name, *IDX = p->def->names[p->at[F_IDX]];
     const int64_t lo = p->drop_pad ? -1 : 0;
     /* Ascend 950's kernel skips values >= expandedX's rows in modes 0/2; A2/A3's reads them */
     const int64_t hi = p->drop_high ? INT32_MAX + (int64_t)1 : p->D0;
@@ -109,37 +106,39 @@ static aclnnStatus check_values(const fwd_ctx *c, void *ws) {
         const int32_t d = mf_small_i32(&c->idx, i, 0);
         if (d < lo && p->drop_high)
             return mf_fail(ACLNN_ERR_PARAM_INVALID,
-                           "%s: expandedRowIdx[%lld] = %d is negative (expandedX has %lld rows; values at or past them "
-                           "drop a slot)", OP, (long long)i, (int)d, (long long)p->D0);
+                           "%s: %s[%lld] = %d is negative (expandedX has %lld rows; values at or past them "
+                           "drop a slot)", OP, IDX, (long long)i, (int)d, (long long)p->D0);
         if (d < lo || d >= hi)
             return mf_fail(ACLNN_ERR_PARAM_INVALID,
-                           "%s: expandedRowIdx[%lld] = %d is out of range [%lld, %lld) (expandedX has %lld rows%s)", OP,
+                           "%s: %s[%lld] = %d is out of range [%lld, %lld) (expandedX has %lld rows%s)", OP, IDX,
                            (long long)i, (int)d, (long long)lo, (long long)p->D0, (long long)p->D0,
                            p->drop_pad ? "; -1 drops a slot" : "");
     }
     if (p->strict) {
         int64_t shi = p->drop_pad ? p->D0 : (p->D0 < p->N ? p->D0 : p->N);
         if (shi > ((int64_t)1 << 31)) shi = (int64_t)1 << 31; /* int32 reach */
-        aclnnStatus rc = mf_check_index(OP, "expandedRowIdx", &c->idx, p->N, 0, lo, shi, (uint64_t *)ws);
+        aclnnStatus rc = mf_check_index(OP, IDX, &c->idx, p->N, 0, lo, shi, (uint64_t *)ws);
         if (rc != ACLNN_SUCCESS) return rc;
     }
     /* bias[expertIdx] is read for kept slots only (CANN skips a dropped
      * slot before it reads its expert) */
     for (int64_t r = 0; p->has_bias && r < p->R; r++)
         for (int64_t k = 0; k < p->K; k++) {
-            const int32_t d = mf_small_i32(&c->idx, p->row_laid ? r * p->K + k : k * p->R + r, 0);
+            const int32_t d = mf_small_i32(&c->idx, mf_fwd_slot_pos(p, r, k), 0);
             const int32_t e = mf_small_i32(&c->eidx, r, k);
             if (d >= 0 && d < p->D0 && (e < 0 || e >= p->E))
-                return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: expertIdxOptional[%lld][%lld] = %d is out of range [0, %lld)",
-                               OP, (long long)r, (long long)k, (int)e, (long long)p->E);
+                return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s[%lld][%lld] = %d is out of range [0, %lld)", OP,
+                               p->def->names[p->at[F_EIDX]], (long long)r, (long long)k, (int)e, (long long)p->E);
         }
     return ACLNN_SUCCESS;
 }
 
-aclnnStatus mf_fwd_run(const void *vplan, const aclTensor *const *t, void *workspace) {
+aclnnStatus mf_fwd_run(const void *vplan, const aclTensor *const *slots, void *workspace) {
     const fwd_plan *p = vplan;
     if (p->empty) return ACLNN_SUCCESS;
-    aclnnStatus rc = mf_isa_check(OP);
+    const aclTensor *t[F_NT]; /* by role */
+    for (int i = 0; i < F_NT; i++) t[i] = p->at[i] < 0 ? NULL : slots[p->at[i]];
+    aclnnStatus rc = mf_isa_check(p->def->name);
     if (rc != ACLNN_SUCCESS) return rc;
     char *ws = mf_align64(workspace);
     fwd_ctx c;

@@ -9,6 +9,8 @@
 #include "aclnn/aclnn_base.h"
 #include "aclnnop/aclnn_moe_finalize_routing_v2.h"
 #include "aclnnop/aclnn_moe_finalize_routing_v2_grad.h"
+#include "aclnnop/aclnn_moe_finalize_routing.h"
+#include "aclnnop/aclnn_moe_init_routing.h"
 #include "moefr/moefr.h"
 /* twice: the include guards hold */
 #include "acl/acl.h"
@@ -157,6 +159,15 @@ static aclnnStatus (*const p_frun)(void *, uint64_t, aclOpExecutor *, aclrtStrea
 static const char *(*const p_ver)(void) = moefrVersion;
 static const char *(*const p_isa)(void) = moefrIsa;
 static int (*const p_nt)(void) = moefrNumThreads;
+/* the first-version routing pair (issue 15) */
+static aclnnStatus (*const p_ir1ws)(const aclTensor *, const aclTensor *, const aclTensor *, int64_t, const aclTensor *,
+                                    const aclTensor *, const aclTensor *, uint64_t *, aclOpExecutor **) =
+    aclnnMoeInitRoutingGetWorkspaceSize;
+static aclnnStatus (*const p_ir1run)(void *, uint64_t, aclOpExecutor *, aclrtStream) = aclnnMoeInitRouting;
+static aclnnStatus (*const p_fr1ws)(const aclTensor *, const aclTensor *, const aclTensor *, const aclTensor *,
+                                    const aclTensor *, const aclTensor *, const aclTensor *, const aclTensor *,
+                                    uint64_t *, aclOpExecutor **) = aclnnMoeFinalizeRoutingGetWorkspaceSize;
+static aclnnStatus (*const p_fr1run)(void *, uint64_t, aclOpExecutor *, aclrtStream) = aclnnMoeFinalizeRouting;
 
 int main(void) {
     const void *all[] = {(const void *)&p_init, (const void *)&p_fin, (const void *)&p_set, (const void *)&p_reset,
@@ -168,6 +179,7 @@ int main(void) {
                          (const void *)&p_frun, (const void *)&p_ver, (const void *)&p_isa, (const void *)&p_nt};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i] == NULL) return 1;
+    if (!p_ir1ws || !p_ir1run || !p_fr1ws || !p_fr1run) return 1;
     /* the library behind the headers answers */
     if (p_ver() == NULL || strlen(p_ver()) < 5 || p_nt() < 1 || p_isa() == NULL) return 1;
     if (p_set(9) != ACL_ERROR_INVALID_DEVICE || p_msg() == NULL) return 1;

@@ -9,6 +9,8 @@
 #include "aclnn/aclnn_base.h"
 #include "aclnnop/aclnn_moe_finalize_routing_v2.h"
 #include "aclnnop/aclnn_moe_finalize_routing_v2_grad.h"
+#include "aclnnop/aclnn_moe_finalize_routing.h"
+#include "aclnnop/aclnn_moe_init_routing.h"
 #include "moefr/moefr.h"
 #include "acl/acl.h"
 
@@ -60,6 +62,15 @@ SAME_TYPE(aclnnMoeFinalizeRoutingV2GetWorkspaceSize,
                           const aclTensor *, const aclTensor *, int64_t, const aclTensor *, uint64_t *,
                           aclOpExecutor **));
 SAME_TYPE(aclnnMoeFinalizeRoutingV2, aclnnStatus (*)(void *, uint64_t, aclOpExecutor *, aclrtStream));
+// the first-version routing pair (issue 15)
+SAME_TYPE(aclnnMoeInitRoutingGetWorkspaceSize,
+          aclnnStatus (*)(const aclTensor *, const aclTensor *, const aclTensor *, int64_t, const aclTensor *,
+                          const aclTensor *, const aclTensor *, uint64_t *, aclOpExecutor **));
+SAME_TYPE(aclnnMoeInitRouting, aclnnStatus (*)(void *, uint64_t, aclOpExecutor *, aclrtStream));
+SAME_TYPE(aclnnMoeFinalizeRoutingGetWorkspaceSize,
+          aclnnStatus (*)(const aclTensor *, const aclTensor *, const aclTensor *, const aclTensor *, const aclTensor *,
+                          const aclTensor *, const aclTensor *, const aclTensor *, uint64_t *, aclOpExecutor **));
+SAME_TYPE(aclnnMoeFinalizeRouting, aclnnStatus (*)(void *, uint64_t, aclOpExecutor *, aclrtStream));
 SAME_TYPE(moefrVersion, const char *(*)());
 SAME_TYPE(moefrIsa, const char *(*)());
 SAME_TYPE(moefrNumThreads, int (*)());

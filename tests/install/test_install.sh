@@ -28,6 +28,7 @@ quiet cmake --install "$build" --prefix "$prefix"
 step "install tree (SPEC section 1)"
 for f in include/acl/acl.h include/aclnn/acl_meta.h include/aclnn/aclnn_base.h \
          include/aclnnop/aclnn_moe_finalize_routing_v2_grad.h include/aclnnop/aclnn_moe_finalize_routing_v2.h \
+         include/aclnnop/aclnn_moe_init_routing.h include/aclnnop/aclnn_moe_finalize_routing.h \
          lib64/libmoefr.so.$version lib64/libmoefr.so lib64/libmoefr.a lib64/pkgconfig/moefr.pc \
          lib64/cmake/moefr/moefrConfig.cmake lib64/cmake/moefr/moefrConfigVersion.cmake \
          lib64/cmake/moefr/moefrTargets.cmake include/acl/acl_base.h include/acl/acl_rt.h \
@@ -52,7 +53,9 @@ extra=$(cd "$lib" && ls -1 | grep -E '\.(so|a)(\.|$)' |
 [ -z "$extra" ] || fail "unexpected libraries in lib64: $extra"
 for sym in aclInit aclrtMalloc aclCreateTensor aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize \
            aclnnMoeFinalizeRoutingV2Grad aclGetRecentErrMsg aclrtCreateContext aclrtEventElapsedTime \
-           aclrtMemcpyAsync aclCreateIntArray aclDataTypeSize aclFloatToFloat16 aclnnInit moefrFreeArray; do
+           aclrtMemcpyAsync aclCreateIntArray aclDataTypeSize aclFloatToFloat16 aclnnInit moefrFreeArray \
+           aclnnMoeInitRoutingGetWorkspaceSize aclnnMoeInitRouting aclnnMoeFinalizeRoutingGetWorkspaceSize \
+           aclnnMoeFinalizeRouting; do
   # grep reads to the end: with -q it may exit before nm has written all, and
   # pipefail would report nm's SIGPIPE as a missing symbol
   nm -D --defined-only "$real" | grep " T $sym\$" >/dev/null || fail "$sym not exported"

@@ -17,6 +17,7 @@
 #include "aclnnop/aclnn_moe_finalize_routing_v2_grad.h"
 #include "moefr/moefr.h"
 #include "npy.h"
+#include "cmd_init_routing.h"
 
 #ifdef MOEFR_CLI_HAVE_BENCH
 int moefr_bench_main(int argc, char **argv);
@@ -56,6 +57,7 @@ static const char USAGE[] =
     "           --expanded-x F --expanded-row-idx F [--x1 F] [--x2 F] [--bias F]\n"
     "           [--scales F] [--expert-idx F] [--drop-pad-mode N] [--dtype bf16] --out DIR\n"
     "           writes DIR/out.npy\n"
+    MOEFR_INIT_ROUTING_USAGE
     "  bench    throughput in GB/s and its ratio to copy bandwidth (bench --help)\n"
     "  demo     a small built-in example: prints its inputs and results\n"
     "\n"
@@ -882,6 +884,7 @@ int main(int argc, char **argv) {
     const char *cmd = argv[i];
     if (!strcmp(cmd, "grad")) return cmd_grad(argc, argv, i + 1);
     if (!strcmp(cmd, "forward")) return cmd_forward(argc, argv, i + 1);
+    if (!strcmp(cmd, "init-routing")) return moefr_cmd_init_routing(argc, argv, i + 1, g_verbose);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc, argv, i + 1);
     if (!strcmp(cmd, "demo")) return cmd_demo(argc, argv, i + 1);
     msg("unknown command '%s' (commands: grad, forward, bench, demo; see moefr --help)", cmd);

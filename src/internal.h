@@ -115,7 +115,9 @@ typedef enum {
     MF_OP_TOKEN_PERMUTE = 6,
     MF_OP_TOKEN_PERMUTE_GRAD = 7,
     MF_OP_INIT_ROUTING = 8,    /* aclnnMoeInitRouting (V1) */
-    MF_OP_FINALIZE_ROUTING = 9 /* aclnnMoeFinalizeRouting (V1), a front end of the forward */
+    MF_OP_FINALIZE_ROUTING = 9, /* aclnnMoeFinalizeRouting (V1), a front end of the forward */
+    MF_OP_TOKEN_UNPERMUTE = 10,
+    MF_OP_TOKEN_UNPERMUTE_GRAD = 11
 } mf_op_kind;
 /* The most tensors (inputs + outputs) an operator's signature has. */
 #define MF_EXEC_SLOTS 12

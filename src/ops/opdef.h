@@ -61,4 +61,16 @@ aclnnStatus mf_op_publish(const mf_op_def *def, const aclTensor *const *t, unsig
                           size_t plan_size, mf_run_fn run, uint64_t workspace, uint64_t *workspaceSize,
                           aclOpExecutor **executor);
 
+/* A shared plan reads tensors by role; a front end's executor keeps its own
+ * signature order. at[role] is the signature slot of each role (-1: the
+ * front end has none): t[role] and nm[role] (when nm is not NULL) receive
+ * the tensor and the front end's parameter name. */
+static inline void mf_by_role(const int8_t *at, int nroles, const aclTensor *const *slots,
+                              const char *const *names, const aclTensor **t, const char **nm) {
+    for (int r = 0; r < nroles; r++) {
+        t[r] = at[r] < 0 ? NULL : slots[at[r]];
+        if (nm) nm[r] = at[r] < 0 ? "(none)" : names[at[r]];
+    }
+}
+
 #endif /* MOEFR_OPS_OPDEF_H_ */

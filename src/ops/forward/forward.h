@@ -23,6 +23,7 @@ typedef struct fwd_plan {
     bool has_x1, has_x2, has_bias, has_scales, has_eidx;
     bool strict;              /* MOEFR_STRICT=1 at phase 1 */
     bool drop_high;           /* modes 0/2, Ascend 950 rules: values >= D0 are dropped slots */
+    bool skip_zero;           /* a slot whose scale is +-0.0 is absent (TokenUnpermute on A2/A3) */
     int64_t R, K, H, N;       /* N = R*K entries of expandedRowIdx that are read */
     int64_t D0;               /* rows of expandedX: dim0, or E*C in drop-pad modes */
     int64_t E;                /* bias rows */
@@ -40,10 +41,16 @@ static inline int64_t mf_fwd_slot_pos(const fwd_plan *p, int64_t r, int64_t k) {
     return p->row_laid ? r * p->K + k : k * p->R + r;
 }
 
+/* FinalizeRoutingV2's tiling checks (CANN's order, 561002) over a front
+ * end's tensors t, roles mapped by at, messages naming def's operator and
+ * parameters; fills R, K, H, N, D0 and E of p. */
+aclnnStatus mf_fwd_check_shapes(const mf_op_def *def, const int8_t *at, const aclTensor *const *t, int64_t mode,
+                                fwd_plan *p);
 /* Phase 1 after a front end's own checks. t: the front end's tensors in its
  * signature order (def->names); at: the slot of each role; p: R, K, H, N,
- * D0 and E from the front end's shape checks, the rest zero. Decides the
- * plan (mode, drop rule, packing), lays out the workspace and publishes. */
+ * D0 and E from the front end's shape checks, skip_zero as the front end
+ * wants it, the rest zero. Decides the plan (mode, drop rule, packing), lays
+ * out the workspace and publishes. */
 aclnnStatus mf_fwd_publish(const mf_op_def *def, const int8_t *at, const aclTensor *const *t, int64_t mode,
                            bool drop_high, fwd_plan *p, uint64_t *workspaceSize, aclOpExecutor **executor);
 /* The empty problem (out has no elements): success with workspace 0. */

@@ -35,10 +35,11 @@ static void fill_slots(const fwd_ctx *c, int64_t r, int64_t k0, int64_t k1, mf_f
         /* validated: d in [0, D0), or a dropped slot (-1 in drop-pad modes,
          * >= D0 in modes 0/2 under Ascend 950's rules), whose whole term,
          * bias included, is absent, as CANN's kernels skip it */
-        const bool kept = d >= 0 && d < p->D0;
+        const double s = p->has_scales ? (double)mf_small_f32(&c->scales, r, k) : 1.0;
+        const bool kept = d >= 0 && d < p->D0 && !(p->skip_zero && s == 0.0);
         t->x[q] = kept ? mf_row(&c->x, d) : NULL;
         t->b[q] = kept && p->has_bias ? mf_row(&c->bias, mf_small_i32(&c->eidx, r, k)) : NULL;
-        t->s[q] = p->has_scales ? (double)mf_small_f32(&c->scales, r, k) : 1.0;
+        t->s[q] = s;
     }
 }
 

@@ -868,6 +868,6 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "permute")) return cmd_permute(argc, argv, i + 1);     /* tools/cmd_permute.c */
     if (!strcmp(cmd, "unpermute")) return cmd_unpermute(argc, argv, i + 1); /* tools/cmd_permute.c */
     if (!strcmp(cmd, "demo")) return cmd_demo(argc, argv, i + 1);
-    msg("unknown command '%s' (commands: grad, forward, permute, unpermute, bench, demo; see moefr --help)", cmd);
+    msg("unknown command '%s' (commands: grad, forward, init-routing, permute, unpermute, bench, demo; see moefr --help)", cmd);
     return EXIT_USAGE;
 }

@@ -33,11 +33,13 @@
  * expandedRowIdx, out, workspaceSize or executor -> ACLNN_ERR_PARAM_NULLPTR
  * (161001); a dtype or format outside the rules above, or a non-contiguous out
  * -> ACLNN_ERR_PARAM_INVALID (161002); x2 without x1, bias without expertIdx,
- * dropPadMode not 0..3, or any shape that breaks the rules above ->
- * ACLNN_ERR_INNER_NULLPTR (561103, as CANN documents for this operator).
- * Phase 2 checks values before writing anything: modes 0/2 need a permutation
- * of [0, R*K); modes 1/3 values in [-1, E*C) with no value but -1 twice; with
- * bias, every expertIdx in [0, E'). A violation returns ACLNN_ERR_PARAM_INVALID
+ * dropPadMode not 0..3, or any shape that breaks CANN's tiling rules ->
+ * ACLNN_ERR_INNER_TILING_ERROR (561002, as CANN's generated wrapper returns).
+ * Phase 2 checks values before writing anything: a value CANN would read out
+ * of bounds with (negative in modes 0/2, below -1 in modes 1/3; at or past
+ * expandedX's rows in modes 1/3, or in 0/2 under MOEFR_SOC=ascend910b; at or
+ * past them in 0/2 otherwise drops the slot, as Ascend 950's kernel does), or
+ * with bias an expertIdx of a kept slot outside [0, E'), returns ACLNN_ERR_PARAM_INVALID
  * (161002) with `out` untouched. Every error leaves a one-line message naming
  * the parameter and the values in aclGetRecentErrMsg(). */
 #ifndef MOEFR_ACLNNOP_MOE_FINALIZE_ROUTING_V2_H_

@@ -78,6 +78,17 @@ int bench_gating(int reps, int markdown) {
                 memcpy(xb + i * 2, &h, 2);
             }
         }
+        /* the yardstick: a copy of x's bytes by the same threads, median of n */
+        {
+            char *cb = bench_alloc((size_t)(N * E) * es);
+            double *ct = malloc(sizeof *ct * (size_t)n);
+            for (int i = 0; i < n; i++) ct[i] = bench_copy_once(cb, xb, (size_t)(N * E) * es, moefrNumThreads());
+            qsort(ct, (size_t)n, sizeof *ct, cmp_d);
+            printf("%s  (same-run yardstick: a %d-thread copy of x's %.1f MB takes %.3f ms, median)\n", markdown ? "" : " ",
+                   moefrNumThreads(), (double)(N * E) * (double)es / 1e6, ct[n / 2] * 1e3);
+            free(ct);
+            bench_free(cb);
+        }
         int64_t xd[2] = {N, E}, od[2] = {N, k};
         aclTensor *x = aclCreateTensor(xd, 2, dt, NULL, 0, ACL_FORMAT_ND, xd, 2, xb);
         aclTensor *y = aclCreateTensor(od, 2, dt, NULL, 0, ACL_FORMAT_ND, od, 2, yb);

@@ -164,39 +164,34 @@ static inline gvi gt_skeyv(gvf f) {
  * position ascending). A candidate c = key << 32 | ~position: larger is
  * better, all distinct; a later position with an equal key never displaces
  * an earlier one, so once k are kept only a key above the k-th kept enters.
- * For k <= GT_INSERT_K: the k-th largest of the maxima of the 8-element
- * blocks, t0, bounds the k-th largest key from below (k blocks reach it),
- * so blocks whose maximum is below t0, and keys below t0, cannot be picked
- * and are skipped. v holds GT_PAD(n) floats; sk is scratch of as many. */
+ * For k < 32: the k-th largest of the maxima of 32 groups of elements, t0,
+ * bounds the k-th largest key from below (k groups reach it), so keys below
+ * t0 cannot be picked and are skipped. v holds GT_PAD(n) floats; sk is
+ * scratch of as many. */
 static void gt_topk(const float *v, int64_t n, int64_t k, int32_t *sk, uint64_t *best, int32_t *sel) {
-    const int64_t np = GT_PAD(n), nb = np / 8;
+    const int64_t np = GT_PAD(n);
     const bool heap = k > GT_INSERT_K;
     gvi lane;
     for (int l = 0; l < GT_W; l++) lane[l] = l;
-    int32_t bmax[GT_PAD(GT_STACK_E) / 8 + 1];
-    const bool filter = !heap && nb > k && nb <= (int64_t)(sizeof bmax / sizeof bmax[0]);
-    for (int64_t j = 0; j < np; j += 8) {
-        gvi km = gi_splat(INT32_MIN);
-        for (int h = 0; h < GT_NV; h++) {
-            const int32_t at = (int32_t)j + h * GT_W;
-            gvi key = gt_skeyv(gv_load(v + at));
-            /* the padding past n: the smallest key */
-            key = gi_sel(lane + gi_splat(at) < gi_splat((int32_t)n), key, gi_splat(INT32_MIN));
-            memcpy(sk + at, &key, sizeof key);
-            km = gi_sel(key > km, key, km);
-        }
-        if (filter) {
-            int32_t mx = km[0];
-            for (int l = 1; l < GT_W; l++) mx = km[l] > mx ? km[l] : mx;
-            bmax[j / 8] = mx;
-        }
+    /* 32 groups: lane l of vector i belongs to group (i mod GT_G) * GT_W + l */
+    enum { GT_G = 32 / GT_W };
+    gvi gmax[GT_G];
+    for (int h = 0; h < GT_G; h++) gmax[h] = gi_splat(INT32_MIN);
+    for (int64_t j = 0, i = 0; j < np; j += GT_W, i++) {
+        gvi key = gt_skeyv(gv_load(v + j));
+        /* the padding past n: the smallest key */
+        key = gi_sel(lane + gi_splat((int32_t)j) < gi_splat((int32_t)n), key, gi_splat(INT32_MIN));
+        memcpy(sk + j, &key, sizeof key);
+        gvi *g = &gmax[i % GT_G];
+        *g = gi_sel(key > *g, key, *g);
     }
     int32_t t0 = INT32_MIN;
-    if (filter) {
-        int32_t top[GT_INSERT_K];
+    if (!heap && k < 32) {
+        int32_t gm[32], top[GT_INSERT_K];
+        memcpy(gm, gmax, sizeof gm);
         int64_t have = 0;
-        for (int64_t b = 0; b < nb; b++) {
-            const int32_t m = bmax[b];
+        for (int b = 0; b < 32; b++) {
+            const int32_t m = gm[b];
             if (have == k && m <= top[k - 1]) continue;
             int64_t i = have < k ? have++ : k - 1;
             while (i > 0 && top[i - 1] < m) {
@@ -205,20 +200,16 @@ static void gt_topk(const float *v, int64_t n, int64_t k, int32_t *sk, uint64_t 
             }
             top[i] = m;
         }
-        t0 = top[k - 1];
+        t0 = top[k - 1]; /* k groups reach it: a lower bound of the k-th largest key */
     }
     int64_t have = 0;
     uint32_t thr = 0;
-    for (int64_t b = 0; b < nb; b++) {
-        if (filter && bmax[b] < t0) continue;
-        const int64_t j1 = 8 * b + 8 < n ? 8 * b + 8 : n;
-        for (int64_t j = 8 * b; j < j1; j++) {
-            if (sk[j] < t0) continue;
-            const uint32_t key = (uint32_t)sk[j] ^ 0x80000000u;
-            if (have == k && key <= thr) continue;
-            gt_consider(best, &have, k, (uint64_t)key << 32 | (uint32_t)~(uint32_t)j);
-            if (have == k) thr = (uint32_t)(best[heap ? 0 : k - 1] >> 32);
-        }
+    for (int64_t j = 0; j < n; j++) {
+        if (sk[j] < t0) continue;
+        const uint32_t key = (uint32_t)sk[j] ^ 0x80000000u;
+        if (have == k && key <= thr) continue;
+        gt_consider(best, &have, k, (uint64_t)key << 32 | (uint32_t)~(uint32_t)j);
+        if (have == k) thr = (uint32_t)(best[heap ? 0 : k - 1] >> 32);
     }
     if (heap) { /* heap sort: pop the worst into the back, best[] ends descending */
         for (int64_t m = k - 1; m > 0; m--) {

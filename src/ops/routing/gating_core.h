@@ -187,29 +187,37 @@ static void gt_topk(const float *v, int64_t n, int64_t k, int32_t *sk, uint64_t 
     }
     int32_t t0 = INT32_MIN;
     if (!heap && k < 32) {
-        int32_t gm[32], top[GT_INSERT_K];
+        /* t0 = the k-th largest group maximum: the smallest one with fewer
+         * than k larger (branch free; equal maxima share a rank) */
+        int32_t gm[32];
         memcpy(gm, gmax, sizeof gm);
-        int64_t have = 0;
-        for (int b = 0; b < 32; b++) {
-            const int32_t m = gm[b];
-            if (have == k && m <= top[k - 1]) continue;
-            int64_t i = have < k ? have++ : k - 1;
-            while (i > 0 && top[i - 1] < m) {
-                top[i] = top[i - 1];
-                i--;
-            }
-            top[i] = m;
+        int32_t best_t = INT32_MAX;
+        for (int i = 0; i < 32; i++) {
+            int32_t above = 0;
+            for (int j = 0; j < 32; j++) above += gm[j] > gm[i];
+            best_t = above < k && gm[i] < best_t ? gm[i] : best_t;
         }
-        t0 = top[k - 1]; /* k groups reach it: a lower bound of the k-th largest key */
+        t0 = best_t; /* k groups reach it: a lower bound of the k-th largest key */
     }
     int64_t have = 0;
     uint32_t thr = 0;
-    for (int64_t j = 0; j < n; j++) {
-        if (sk[j] < t0) continue;
-        const uint32_t key = (uint32_t)sk[j] ^ 0x80000000u;
-        if (have == k && key <= thr) continue;
-        gt_consider(best, &have, k, (uint64_t)key << 32 | (uint32_t)~(uint32_t)j);
-        if (have == k) thr = (uint32_t)(best[heap ? 0 : k - 1] >> 32);
+    const gvi tv = gi_splat(t0);
+    for (int64_t j0 = 0; j0 < np; j0 += GT_W) {
+        gvi kv;
+        memcpy(&kv, sk + j0, sizeof kv);
+        const gvi ge = kv >= tv; /* padding keys are INT32_MIN: below any t0 but INT32_MIN itself */
+        uint64_t w[GT_W / 2], any = 0;
+        memcpy(w, &ge, sizeof w);
+        for (int l = 0; l < GT_W / 2; l++) any |= w[l];
+        if (!any) continue;
+        const int64_t j1 = j0 + GT_W < n ? j0 + GT_W : n;
+        for (int64_t j = j0; j < j1; j++) {
+            if (sk[j] < t0) continue;
+            const uint32_t key = (uint32_t)sk[j] ^ 0x80000000u;
+            if (have == k && key <= thr) continue;
+            gt_consider(best, &have, k, (uint64_t)key << 32 | (uint32_t)~(uint32_t)j);
+            if (have == k) thr = (uint32_t)(best[heap ? 0 : k - 1] >> 32);
+        }
     }
     if (heap) { /* heap sort: pop the worst into the back, best[] ends descending */
         for (int64_t m = k - 1; m > 0; m--) {

@@ -117,7 +117,9 @@ typedef enum {
     MF_OP_INIT_ROUTING = 8,    /* aclnnMoeInitRouting (V1) */
     MF_OP_FINALIZE_ROUTING = 9, /* aclnnMoeFinalizeRouting (V1), a front end of the forward */
     MF_OP_TOKEN_UNPERMUTE = 10,
-    MF_OP_TOKEN_UNPERMUTE_GRAD = 11
+    MF_OP_TOKEN_UNPERMUTE_GRAD = 11,
+    MF_OP_GATING_TOP_K_SOFTMAX = 12,
+    MF_OP_GATING_TOP_K_SOFTMAX_V2 = 13
 } mf_op_kind;
 /* The most tensors (inputs + outputs) an operator's signature has. */
 #define MF_EXEC_SLOTS 12

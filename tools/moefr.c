@@ -20,6 +20,7 @@
 #include "cmd_init_routing.h"
 #include "cli.h"
 
+int moefr_cmd_gating(int argc, char **argv, int first); /* tools/cmd_gating.c */
 #ifdef MOEFR_CLI_HAVE_BENCH
 int moefr_bench_main(int argc, char **argv);
 #endif
@@ -62,6 +63,7 @@ static const char USAGE[] =
     "           writes DIR/permute_tokens.npy and DIR/sorted_indices.npy\n"
     "  unpermute aclnnMoeTokenUnpermute: --permuted-tokens F --sorted-indices F [--probs F] [--dtype bf16]\n"
     "           --out DIR; writes DIR/out.npy\n"
+    "  gating   aclnnMoeGatingTopKSoftmax(V2) on .npy files (gating --help)\n"
     "  bench    throughput in GB/s and its ratio to copy bandwidth (bench --help)\n"
     "  demo     a small built-in example: prints its inputs and results\n"
     "\n"
@@ -867,7 +869,8 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "bench")) return cmd_bench(argc, argv, i + 1);
     if (!strcmp(cmd, "permute")) return cmd_permute(argc, argv, i + 1);     /* tools/cmd_permute.c */
     if (!strcmp(cmd, "unpermute")) return cmd_unpermute(argc, argv, i + 1); /* tools/cmd_permute.c */
+    if (!strcmp(cmd, "gating")) return moefr_cmd_gating(argc, argv, i + 1);
     if (!strcmp(cmd, "demo")) return cmd_demo(argc, argv, i + 1);
-    msg("unknown command '%s' (commands: grad, forward, init-routing, permute, unpermute, bench, demo; see moefr --help)", cmd);
+    msg("unknown command '%s' (commands: grad, forward, init-routing, permute, unpermute, gating, bench, demo; see moefr --help)", cmd);
     return EXIT_USAGE;
 }

@@ -55,7 +55,9 @@ for sym in aclInit aclrtMalloc aclCreateTensor aclnnMoeFinalizeRoutingV2GradGetW
            aclnnMoeFinalizeRoutingV2Grad aclGetRecentErrMsg aclrtCreateContext aclrtEventElapsedTime \
            aclrtMemcpyAsync aclCreateIntArray aclDataTypeSize aclFloatToFloat16 aclnnInit moefrFreeArray \
            aclnnMoeInitRoutingGetWorkspaceSize aclnnMoeInitRouting aclnnMoeFinalizeRoutingGetWorkspaceSize \
-           aclnnMoeFinalizeRouting; do
+           aclnnMoeFinalizeRouting \
+           aclnnMoeGatingTopKSoftmaxGetWorkspaceSize aclnnMoeGatingTopKSoftmax \
+           aclnnMoeGatingTopKSoftmaxV2GetWorkspaceSize aclnnMoeGatingTopKSoftmaxV2; do
   # grep reads to the end: with -q it may exit before nm has written all, and
   # pipefail would report nm's SIGPIPE as a missing symbol
   nm -D --defined-only "$real" | grep " T $sym\$" >/dev/null || fail "$sym not exported"

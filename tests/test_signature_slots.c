@@ -1,9 +1,11 @@
-/* test_signature_slots.c - the address setters count a front end's own
- * signature, not the shared plan's roles. aclnnMoeTokenUnpermute(Grad) run on
- * FinalizeRoutingV2(Grad)'s plans, whose tensor roles are ordered
- * differently: input 2 of TokenUnpermute is probsOptional, input 3 of
- * TokenUnpermuteGrad is probsOptional and its output 1 is probsGradOut
- * (SPEC 3: "input index counts the operator's inputs in signature order").
+/* test_signature_slots.c - the address setters count the signature of the
+ * operator whose executor CANN returns. aclnnMoeTokenUnpermute(Grad) run on
+ * FinalizeRoutingV2(Grad)'s plans: on Ascend 950 CANN's L2 entry returns the
+ * inner FinalizeRoutingV2(Grad)'s executor (op_api/aclnn_moe_token_unpermute*.cpp),
+ * so probs is input 5 of TokenUnpermute (of 7; x1 at 2 is absent) and
+ * unpermutedTokensGrad input 0 of the grad (of 6); under MOEFR_SOC=ascend910b
+ * the operator's own wrapper runs: probs is input 2 (of 3), and the grad's
+ * inputs are (permutedTokens, unpermutedTokensGrad, sortedIndices, probs).
  * A repeatable executor is re-pointed through aclSetInputTensorAddr /
  * aclSetOutputTensorAddr / aclSetTensorAddr at fresh data and compared with a
  * float64 loop of the documented formulas; the data are small dyadic
@@ -14,6 +16,7 @@
 #include "testutil.h"
 
 enum { N = 5, K = 3, T = N * K, H = 7 };
+static int a2; /* MOEFR_SOC=ascend910b */
 
 static float dyadic(void) { return (float)(tu_range(-64, 64)) / 16.0f; }
 static void fill(float *p, int n) {
@@ -61,22 +64,24 @@ static void unpermute_case(void) {
     ref_unpermute(x, idx, pa, want);
     check_out("out (probs a)", out_a, want, N * H);
 
-    /* input 2 is probsOptional; output 0 is out */
+    /* probsOptional is input 2 (A2/A3) or 5 (Ascend 950, where 2 is the absent x1); out is output 0 */
+    const size_t in_probs = a2 ? 2 : 5, n_in = a2 ? 3 : 7;
     memset(out_b, 0xA5, sizeof out_b);
-    CHECK_RC(aclSetInputTensorAddr(ex, 2, tp, pb), ACLNN_SUCCESS);
+    if (!a2) CHECK_RC(aclSetInputTensorAddr(ex, 2, tp, pb), ACLNN_ERR_PARAM_INVALID);
+    CHECK_RC(aclSetInputTensorAddr(ex, in_probs, tp, pb), ACLNN_SUCCESS);
     CHECK_RC(aclSetOutputTensorAddr(ex, 0, to, out_b), ACLNN_SUCCESS);
     CHECK_RC(aclnnMoeTokenUnpermute(w, ws, ex, NULL), ACLNN_SUCCESS);
     ref_unpermute(x, idx, pb, want);
     check_out("out (probs b, via the setters)", out_b, want, N * H);
-    /* aclSetTensorAddr counts inputs, then outputs: 3 is out */
+    /* aclSetTensorAddr counts inputs, then outputs */
     memset(out_a, 0xA5, sizeof out_a);
-    CHECK_RC(aclSetTensorAddr(ex, 3, to, out_a), ACLNN_SUCCESS);
+    CHECK_RC(aclSetTensorAddr(ex, n_in, to, out_a), ACLNN_SUCCESS);
     CHECK_RC(aclnnMoeTokenUnpermute(w, ws, ex, NULL), ACLNN_SUCCESS);
     check_out("out (aclSetTensorAddr 3)", out_a, want, N * H);
-    /* three inputs, one output: index 3 / output 1 / tensor 4 are out of range */
-    CHECK_RC(aclSetInputTensorAddr(ex, 3, tp, pb), ACLNN_ERR_PARAM_INVALID);
+    /* past the inputs, the one output, the tensors */
+    CHECK_RC(aclSetInputTensorAddr(ex, n_in, tp, pb), ACLNN_ERR_PARAM_INVALID);
     CHECK_RC(aclSetOutputTensorAddr(ex, 1, to, out_b), ACLNN_ERR_PARAM_INVALID);
-    CHECK_RC(aclSetTensorAddr(ex, 4, to, out_b), ACLNN_ERR_PARAM_INVALID);
+    CHECK_RC(aclSetTensorAddr(ex, n_in + 1, to, out_b), ACLNN_ERR_PARAM_INVALID);
     CHECK_RC(aclDestroyAclOpExecutor(ex), ACLNN_SUCCESS);
     free(w);
     tu_destroy(tx), tu_destroy(ti), tu_destroy(tp), tu_destroy(to);
@@ -117,7 +122,7 @@ static void unpermute_grad_case(void) {
     check_out("permutedTokensGradOut (probs a)", gx_a, want_gx, T * H);
     check_out("probsGradOut (probs a)", gp_a, want_gp, T);
 
-    /* input 3 is probsOptional; outputs 0 and 1 are permutedTokensGradOut and probsGradOut */
+    /* probsOptional is input 3 under both rule sets; outputs 0 and 1 are permutedTokensGradOut and probsGradOut */
     memset(gx_b, 0xA5, sizeof gx_b), memset(gp_b, 0xA5, sizeof gp_b);
     CHECK_RC(aclSetInputTensorAddr(ex, 3, tp, pb), ACLNN_SUCCESS);
     CHECK_RC(aclSetOutputTensorAddr(ex, 0, tgx, gx_b), ACLNN_SUCCESS);
@@ -126,14 +131,15 @@ static void unpermute_grad_case(void) {
     ref_grad(x, g, idx, pb, want_gx, want_gp);
     check_out("permutedTokensGradOut (probs b, via the setters)", gx_b, want_gx, T * H);
     check_out("probsGradOut (via the setters)", gp_b, want_gp, T);
-    /* input 1 is unpermutedTokensGrad: a zero gradient zeroes both outputs */
+    /* unpermutedTokensGrad is input 1 (A2/A3) or 0 (Ascend 950): a zero gradient zeroes both outputs */
     float g0[N * H];
     memset(g0, 0, sizeof g0);
-    CHECK_RC(aclSetTensorAddr(ex, 1, tg, g0), ACLNN_SUCCESS);
+    CHECK_RC(aclSetTensorAddr(ex, a2 ? 1 : 0, tg, g0), ACLNN_SUCCESS);
     CHECK_RC(aclnnMoeTokenUnpermuteGrad(w, ws, ex, NULL), ACLNN_SUCCESS);
     for (int i = 0; i < T * H; i++) CHECK(gx_b[i] == 0.0f);
     for (int i = 0; i < T; i++) CHECK(gp_b[i] == 0.0f);
-    CHECK_RC(aclSetInputTensorAddr(ex, 4, tp, pb), ACLNN_ERR_PARAM_INVALID);
+    CHECK_RC(aclSetInputTensorAddr(ex, a2 ? 4 : 6, tp, pb), ACLNN_ERR_PARAM_INVALID);
+    if (!a2) CHECK_RC(aclSetInputTensorAddr(ex, 4, tp, pb), ACLNN_ERR_PARAM_INVALID); /* the absent expertIdx */
     CHECK_RC(aclSetOutputTensorAddr(ex, 2, tgp, gp_b), ACLNN_ERR_PARAM_INVALID);
     CHECK_RC(aclDestroyAclOpExecutor(ex), ACLNN_SUCCESS);
     free(w);
@@ -142,6 +148,9 @@ static void unpermute_grad_case(void) {
 
 int main(void) {
     tu_seed("test_signature_slots");
+    const char *soc = getenv("MOEFR_SOC");
+    a2 = soc && strcmp(soc, "ascend910b") == 0;
+    printf("test_signature_slots: %s slot layout\n", a2 ? "A2/A3 (own signature)" : "Ascend 950 (inner operator's)");
     for (int rep = 0; rep < 20; rep++) {
         unpermute_case();
         unpermute_grad_case();

@@ -20,23 +20,35 @@
 /* ---- aclnnMoeTokenUnpermute ---- */
 
 static const char OP[] = "aclnnMoeTokenUnpermute";
-/* The signature's tensors (the executor's slots, as the setters count them)
- * and the FinalizeRoutingV2 role each plays; x1, x2, bias and expertIdx have
- * none. */
+/* The executor's slots, as the setters count them, follow the operator whose
+ * executor CANN returns: on Ascend 950 the inner FinalizeRoutingV2's (its
+ * signature: permutedTokens at 0, sortedIndices at 1, probs at 5, out output
+ * 0; x1, x2, bias, expertIdx absent), on A2/A3 TokenUnpermute's own
+ * (permutedTokens, sortedIndices, probs | out). AT_A2 maps each
+ * FinalizeRoutingV2 role to its A2/A3 slot. */
+static const char *const NAMES_950[F_NT] = {"permutedTokens", "sortedIndices", "x1Optional",        "x2Optional",
+                                            "biasOptional",   "probsOptional", "expertIdxOptional", "out"};
+static const unsigned FLAGS_950[F_NT] = {MF_T_REQUIRED, MF_T_REQUIRED, 0, 0, 0, 0, 0, MF_T_REQUIRED | MF_T_CONTIG};
+static const int8_t AT_950[F_NT] = {F_X, F_IDX, F_X1, F_X2, F_BIAS, F_SCALES, F_EIDX, F_OUT};
 enum { U_X, U_IDX, U_PROBS, U_OUT, U_NT };
 static const char *const NAMES[U_NT] = {"permutedTokens", "sortedIndices", "probsOptional", "out"};
 static const unsigned FLAGS[U_NT] = {MF_T_REQUIRED, MF_T_REQUIRED, 0, MF_T_REQUIRED | MF_T_CONTIG};
-static const int8_t AT[F_NT] = {[F_X] = U_X,   [F_IDX] = U_IDX,       [F_X1] = -1,   [F_X2] = -1,
+static const int8_t AT_A2[F_NT] = {[F_X] = U_X,   [F_IDX] = U_IDX,       [F_X1] = -1,   [F_X2] = -1,
                                 [F_BIAS] = -1, [F_SCALES] = U_PROBS, [F_EIDX] = -1, [F_OUT] = U_OUT};
 /* Ascend 950: moe_finalize_routing_v2_def.cpp's regbase columns, probs (scales)
  * S free of the data dtype T; A2/A3: moe_token_unpermute_def.cpp (permuted_tokens,
  * sorted_indices, probs | unpermuted_tokens), the same nine pairs. */
-#define COL(T, S) {T, I32, S, T}
-static const mf_dtcol COLS[] = {COL(ACL_BF16, ACL_BF16),    COL(ACL_BF16, ACL_FLOAT16),    COL(ACL_BF16, ACL_FLOAT),
-                                COL(ACL_FLOAT16, ACL_BF16), COL(ACL_FLOAT16, ACL_FLOAT16), COL(ACL_FLOAT16, ACL_FLOAT),
-                                COL(ACL_FLOAT, ACL_BF16),   COL(ACL_FLOAT, ACL_FLOAT16),   COL(ACL_FLOAT, ACL_FLOAT)};
-#undef COL
-static const mf_op_def DEF = {OP, MF_OP_TOKEN_UNPERMUTE, 3, 1, NAMES, FLAGS, COLS, 9, COLS, 9};
+#define PAIRS(COL)                                                                              \
+    {COL(ACL_BF16, ACL_BF16),    COL(ACL_BF16, ACL_FLOAT16),    COL(ACL_BF16, ACL_FLOAT),             \
+     COL(ACL_FLOAT16, ACL_BF16), COL(ACL_FLOAT16, ACL_FLOAT16), COL(ACL_FLOAT16, ACL_FLOAT),          \
+     COL(ACL_FLOAT, ACL_BF16),   COL(ACL_FLOAT, ACL_FLOAT16),   COL(ACL_FLOAT, ACL_FLOAT)}
+#define COL_950(T, S) {T, I32, T, T, T, S, I32, T}
+#define COL_A2(T, S) {T, I32, S, T}
+static const mf_dtcol COLS_950[] = PAIRS(COL_950), COLS_A2[] = PAIRS(COL_A2);
+#undef COL_950
+#undef COL_A2
+static const mf_op_def DEF_950 = {OP, MF_OP_TOKEN_UNPERMUTE, 7, 1, NAMES_950, FLAGS_950, COLS_950, 9, COLS_950, 9};
+static const mf_op_def DEF_A2 = {OP, MF_OP_TOKEN_UNPERMUTE, 3, 1, NAMES, FLAGS, COLS_A2, 9, COLS_A2, 9};
 
 /* moe_token_unpermute_tiling.cpp InputParamCheck, then what moefr needs for
  * the reads and writes CANN does not check (docs/CANN_COMPAT.md). */
@@ -75,18 +87,22 @@ aclnnStatus aclnnMoeTokenUnpermuteGetWorkspaceSize(const aclTensor *permutedToke
     (void)restoreShapeOptional; /* read only in paddedMode, which neither product supports */
     const bool a2 = mf_soc_strict();
     if (!a2 && paddedMode) return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: paddedMode must be false", OP);
-    const aclTensor *t[U_NT] = {permutedTokens, sortedIndices, probsOptional, out};
-    TRY(mf_op_check(&DEF, t, workspaceSize, executor));
+    const aclTensor *sig[U_NT] = {permutedTokens, sortedIndices, probsOptional, out};
+    const aclTensor *inner[F_NT] = {permutedTokens, sortedIndices, NULL, NULL, NULL, probsOptional, NULL, out};
+    const aclTensor *const *t = a2 ? sig : inner;
+    const mf_op_def *const def = a2 ? &DEF_A2 : &DEF_950;
+    const int8_t *const at = a2 ? AT_A2 : AT_950;
+    TRY(mf_op_check(def, t, workspaceSize, executor));
     fwd_plan pl;
     memset(&pl, 0, sizeof pl);
     pl.mode = 2; /* CANN's READ_INDEX_BY_ROW: entry r*K + k */
     pl.row_laid = true;
     pl.drop_high = true; /* entries at or past permutedTokens' rows: the tokens numOutTokens cut */
     pl.skip_zero = a2;   /* A2/A3's kernel skips a term whose prob is 0; 950's FinalizeRoutingV2 does not */
-    if (mf_op_outputs_empty(&DEF, t)) return mf_fwd_publish_empty(&DEF, AT, t, workspaceSize, executor);
-    if (a2) TRY(check_a2(t, paddedMode, &pl));
-    else TRY(mf_fwd_check_shapes(&DEF, AT, t, 2, &pl));
-    return mf_fwd_publish(&DEF, AT, t, 2, true, &pl, workspaceSize, executor);
+    if (mf_op_outputs_empty(def, t)) return mf_fwd_publish_empty(def, at, t, workspaceSize, executor);
+    if (a2) TRY(check_a2(sig, paddedMode, &pl));
+    else TRY(mf_fwd_check_shapes(def, at, t, 2, &pl));
+    return mf_fwd_publish(def, at, t, 2, true, &pl, workspaceSize, executor);
 }
 
 aclnnStatus aclnnMoeTokenUnpermute(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
@@ -97,25 +113,37 @@ aclnnStatus aclnnMoeTokenUnpermute(void *workspace, uint64_t workspaceSize, aclO
 /* ---- aclnnMoeTokenUnpermuteGrad ---- */
 
 static const char OPG[] = "aclnnMoeTokenUnpermuteGrad";
-/* The signature's tensors and the FinalizeRoutingV2Grad role each plays;
- * expertIdx and bias have none. */
+/* Slots as for the forward: on Ascend 950 the inner FinalizeRoutingV2Grad's
+ * (unpermutedTokensGrad, sortedIndices, permutedTokens, probs, expertIdx and
+ * bias absent | permutedTokensGradOut, probsGradOut), on A2/A3 the operator's
+ * own (permutedTokens, unpermutedTokensGrad, sortedIndices, probs | the same
+ * two outputs). GAT_A2 maps each FinalizeRoutingV2Grad role to its A2/A3 slot. */
+static const char *const GNAMES_950[G_NT] = {"unpermutedTokensGrad", "sortedIndices", "permutedTokens",
+                                             "probsOptional",        "expertIdxOptional", "biasOptional",
+                                             "permutedTokensGradOut", "probsGradOut"};
+static const unsigned GFLAGS_950[G_NT] = {MF_T_REQUIRED, MF_T_REQUIRED, MF_T_REQUIRED, 0, 0, 0,
+                                          MF_T_REQUIRED | MF_T_CONTIG, MF_T_REQUIRED | MF_T_CONTIG};
+static const int8_t GAT_950[G_NT] = {G_GY, G_IDX, G_X, G_SCALES, G_EIDX, G_BIAS, G_GX, G_GS};
 enum { UG_X, UG_GY, UG_IDX, UG_PROBS, UG_GX, UG_GP, UG_NT };
 static const char *const GNAMES[UG_NT] = {"permutedTokens", "unpermutedTokensGrad",  "sortedIndices",
                                           "probsOptional",  "permutedTokensGradOut", "probsGradOut"};
 static const unsigned GFLAGS[UG_NT] = {MF_T_REQUIRED, MF_T_REQUIRED, MF_T_REQUIRED, 0,
                                        MF_T_REQUIRED | MF_T_CONTIG, MF_T_REQUIRED | MF_T_CONTIG};
-static const int8_t GAT[G_NT] = {[G_GY] = UG_GY,        [G_IDX] = UG_IDX, [G_X] = UG_X,   [G_SCALES] = UG_PROBS,
+static const int8_t GAT_A2[G_NT] = {[G_GY] = UG_GY,        [G_IDX] = UG_IDX, [G_X] = UG_X,   [G_SCALES] = UG_PROBS,
                                  [G_EIDX] = -1,         [G_BIAS] = -1,    [G_GX] = UG_GX, [G_GS] = UG_GP};
 /* Ascend 950: moe_finalize_routing_v2_grad_def.cpp's regbase columns; A2/A3:
  * moe_token_unpermute_grad_def.cpp (permuted_tokens, unpermuted_tokens_grad,
  * sorted_indices, probs | permuted_tokens_grad, probs_grad): tokens T, probs S,
  * the same nine pairs. */
-#define COL(T, S) {T, T, I32, S, T, S}
-static const mf_dtcol GCOLS[] = {COL(ACL_BF16, ACL_BF16),    COL(ACL_BF16, ACL_FLOAT16),    COL(ACL_BF16, ACL_FLOAT),
-                                 COL(ACL_FLOAT16, ACL_BF16), COL(ACL_FLOAT16, ACL_FLOAT16), COL(ACL_FLOAT16, ACL_FLOAT),
-                                 COL(ACL_FLOAT, ACL_BF16),   COL(ACL_FLOAT, ACL_FLOAT16),   COL(ACL_FLOAT, ACL_FLOAT)};
-#undef COL
-static const mf_op_def GDEF = {OPG, MF_OP_TOKEN_UNPERMUTE_GRAD, 4, 2, GNAMES, GFLAGS, GCOLS, 9, GCOLS, 9};
+#define COL_950(T, S) {T, I32, T, S, I32, T, T, S}
+#define COL_A2(T, S) {T, T, I32, S, T, S}
+static const mf_dtcol GCOLS_950[] = PAIRS(COL_950), GCOLS_A2[] = PAIRS(COL_A2);
+#undef COL_950
+#undef COL_A2
+#undef PAIRS
+static const mf_op_def GDEF_950 = {OPG, MF_OP_TOKEN_UNPERMUTE_GRAD, 6, 2, GNAMES_950, GFLAGS_950, GCOLS_950, 9,
+                                   GCOLS_950, 9};
+static const mf_op_def GDEF_A2 = {OPG, MF_OP_TOKEN_UNPERMUTE_GRAD, 4, 2, GNAMES, GFLAGS, GCOLS_A2, 9, GCOLS_A2, 9};
 
 /* moe_token_unpermute_grad_tiling.cpp (a zero dim, topK <= 512), then what
  * moefr needs for the reads and writes CANN does not check. */
@@ -165,24 +193,29 @@ aclnnStatus aclnnMoeTokenUnpermuteGradGetWorkspaceSize(
             return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: permutedTokens must have at least 1 dim, got 0-D", OPG);
         active = permutedTokens->dims[0];
     }
-    const aclTensor *t[UG_NT] = {permutedTokens,        unpermutedTokensGrad, sortedIndices,
-                                 probsOptional, permutedTokensGradOut, probsGradOut};
-    TRY(mf_op_check(&GDEF, t, workspaceSize, executor));
+    const aclTensor *sig[UG_NT] = {permutedTokens, unpermutedTokensGrad,  sortedIndices,
+                                   probsOptional,  permutedTokensGradOut, probsGradOut};
+    const aclTensor *inner[G_NT] = {unpermutedTokensGrad, sortedIndices,         permutedTokens, probsOptional,
+                                    NULL,                 NULL,                  permutedTokensGradOut, probsGradOut};
+    const aclTensor *const *t = a2 ? sig : inner;
+    const mf_op_def *const def = a2 ? &GDEF_A2 : &GDEF_950;
+    const int8_t *const at = a2 ? GAT_A2 : GAT_950;
+    TRY(mf_op_check(def, t, workspaceSize, executor));
     grad_plan pl;
     memset(&pl, 0, sizeof pl);
     pl.mode = 0;
     pl.has_scales = probsOptional != NULL;
     pl.neg_error = a2; /* A2/A3's kernel writes row d for every d < M, negative ones too */
     /* without probs permutedTokens is only measured and probsGradOut not written */
-    const unsigned unused = pl.has_scales ? 0 : 1u << UG_X | 1u << UG_GP;
-    if (mf_op_outputs_empty(&GDEF, t)) {
+    const unsigned unused = pl.has_scales ? 0 : 1u << at[G_X] | 1u << at[G_GS];
+    if (mf_op_outputs_empty(def, t)) {
         pl.empty = true;
         pl.op = OPG;
-        return mf_op_publish(&GDEF, t, unused, &pl, sizeof pl, mf_grad_run, 0, workspaceSize, executor);
+        return mf_op_publish(def, t, unused, &pl, sizeof pl, mf_grad_run, 0, workspaceSize, executor);
     }
-    if (a2) TRY(check_grad_a2(t, paddedMode, &pl));
-    else TRY(mf_grad_check_shapes(&GDEF, GAT, t, 0, active, 0, 0, &pl));
-    return mf_grad_finish(&GDEF, GAT, t, &pl, unused, workspaceSize, executor);
+    if (a2) TRY(check_grad_a2(sig, paddedMode, &pl));
+    else TRY(mf_grad_check_shapes(def, at, t, 0, active, 0, 0, &pl));
+    return mf_grad_finish(def, at, t, &pl, unused, workspaceSize, executor);
 }
 
 aclnnStatus aclnnMoeTokenUnpermuteGrad(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,

@@ -45,44 +45,60 @@ _CUMSUM, _COUNT, _KEY_VALUE = 0, 1, 2  # expert_tokens_num_type, numbered as acl
 _V2_CUMSUM, _V2_COUNT = 1, 2           # aclnnMoeInitRoutingV2's expertTokensCountOrCumsumFlag
 
 
-def _key_value(counts, expert_num):
-    """(expert_num, 2) int64: [expert, count] for the experts with count > 0 in ascending order,
-    then rows of zeros (CANN leaves those rows unspecified; moefr writes 0)."""
+def _key_value(counts, expert_num, first=0):
+    """(expert_num, 2) int64: [expert, count] for the experts with count > 0 in ascending order
+    (expert = first + position in counts), then rows of zeros (CANN leaves those rows unspecified;
+    moefr writes 0)."""
     out = torch.zeros((expert_num, 2), dtype=torch.int64)
     nz = torch.nonzero(counts > 0).reshape(-1)
-    out[: nz.numel(), 0] = nz
+    out[: nz.numel(), 0] = nz + first
     out[: nz.numel(), 1] = counts[nz]
     return out
 
 
 class _InitRoutingV2(torch.autograd.Function):
+    """aclnnMoeInitRoutingV2 with its backward. overflow >= 0: the ids were remapped for an active
+    expert range (in range -> id - start, outside -> overflow, the last of expert_num); rows past the
+    in-range ones are zeroed and the slots outside get index -1 (V3's rule)."""
+
     @staticmethod
-    def forward(ctx, x, expert_idx, active, capacity, expert_num, mode, count_flag, before_flag):
+    def forward(ctx, x, expert_idx, active, capacity, expert_num, mode, count_flag, before_flag, overflow):
         ex, idx, cnt, before = _routing.init_routing_v2(x, expert_idx, active, capacity, expert_num, mode,
                                                         count_flag, before_flag)
         ctx.K = expert_idx.shape[1] if expert_idx.dim() == 2 else 1
         ctx.N = x.shape[0]
         ctx.mode = mode
-        ctx.active = ex.shape[0] if mode == 0 and ex.shape[0] < idx.numel() else 0
+        T = idx.numel()
+        valid = ex.shape[0] if mode == 0 else 0
+        idx_out = idx
+        if overflow >= 0:
+            valid = min(valid, int(cnt[:overflow].sum()))
+            ex[valid:] = 0
+            idx_out = torch.where(expert_idx.reshape(-1) == overflow, torch.full_like(idx, -1), idx)
+        ctx.valid = valid if mode == 0 else T
         ctx.save_for_backward(idx)
-        ctx.mark_non_differentiable(idx)
-        outs = [ex, idx]
+        outs = [ex, idx_out]
         for t in (cnt, before):
+            outs.append(t)
+        for t in outs[1:]:
             if t is not None:
                 ctx.mark_non_differentiable(t)
-            outs.append(t)
         return tuple(outs)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, g_ex, *_):
         (idx,) = ctx.saved_tensors
-        g_x = None
-        if ctx.needs_input_grad[0]:
-            if g_ex is None:
-                return (None,) * 8
-            g_x = _routing.init_routing_v2_grad(g_ex.contiguous(), idx, ctx.K, ctx.mode, ctx.active, ctx.N)
-        return (g_x,) + (None,) * 7
+        if g_ex is None or not ctx.needs_input_grad[0]:
+            return (None,) * 9
+        if ctx.valid == 0:
+            return (torch.zeros((ctx.N, g_ex.shape[-1]), dtype=g_ex.dtype),) + (None,) * 8
+        if ctx.mode == 0 and ctx.valid < idx.numel():
+            # dropless with fewer rows than slots: the operator keeps slots whose row is < activeNum
+            g_x = _routing.init_routing_v2_grad(g_ex[:ctx.valid].contiguous(), idx, ctx.K, 0, ctx.valid, ctx.N)
+        else:
+            g_x = _routing.init_routing_v2_grad(g_ex.contiguous(), idx, ctx.K, ctx.mode, 0, ctx.N)
+        return (g_x,) + (None,) * 8
 
 
 def npu_moe_init_routing_v2(x, expert_idx, *, scale=None, offset=None, active_num=-1, expert_capacity=-1,
@@ -104,8 +120,12 @@ def npu_moe_init_routing_v2(x, expert_idx, *, scale=None, offset=None, active_nu
       test (test_npu_moe_init_routing_v2.py); the V3 doc names the two the other way round.
     - expanded_scale: scale (N,) float32 gathered to the rows (zeros where a row has no token);
       zeros when scale is None.
+    - active_expert_range [start, end) (dropless only): slots whose expert is outside are not routed:
+      index -1, the rows after the in-range ones are zeros (torch_npu's test golden), the counts cover
+      the range (end - start entries). Implemented on V2 by remapping the outside ids to one extra
+      expert sorted last.
     Not supported (ValueError): quant_mode other than -1 (torch_npu 7.0.0's default was 0, master's -1),
-    offset, x_dtype, an active_expert_range other than [] or [0, expert_num].
+    offset, x_dtype, an active_expert_range in drop_pad_mode 1.
 
     Autograd (beyond torch_npu): expanded_x is differentiable in x through aclnnMoeInitRoutingV2Grad."""
     _cpu(x, "x")
@@ -118,8 +138,12 @@ def npu_moe_init_routing_v2(x, expert_idx, *, scale=None, offset=None, active_nu
     _check(offset is None, "offset is only used with quantisation, which moefr does not support")
     _check(x_dtype is None, "x_dtype is not supported")
     rng = list(active_expert_range) if active_expert_range is not None else []
-    _check(rng in ([], [0, expert_num]),
-           "active_expert_range=%s is not supported; moefr routes over [0, expert_num) only" % (rng,))
+    _check(len(rng) in (0, 2), "active_expert_range must have 2 elements, got %s" % (rng,))
+    ranged = len(rng) == 2 and rng != [0, expert_num]
+    if ranged:
+        _check(0 <= rng[0] < rng[1] <= expert_num,
+               "active_expert_range %s must satisfy 0 <= start < end <= expert_num (%d)" % (rng, expert_num))
+        _check(drop_pad_mode == 0, "active_expert_range other than [0, expert_num] needs drop_pad_mode 0")
     _check(drop_pad_mode in (0, 1), "drop_pad_mode must be 0 or 1, got %d" % drop_pad_mode)
     _check(expert_tokens_num_type in (0, 1, 2),
            "expert_tokens_num_type must be 0, 1 or 2, got %d" % expert_tokens_num_type)
@@ -133,28 +157,40 @@ def npu_moe_init_routing_v2(x, expert_idx, *, scale=None, offset=None, active_nu
     T = N * K
     want = bool(expert_tokens_num_flag)
     _check(not want or expert_num > 0, "expert_num must be > 0 to count tokens, got %d" % expert_num)
+    ids = expert_idx
+    overflow = -1
     if drop_pad_mode == 0:
         active = 0 if active_num <= 0 or active_num >= T else int(active_num)
         v2_flag = (_V2_CUMSUM if expert_tokens_num_type == _CUMSUM else _V2_COUNT) if want else 0
         before_flag = False
+        # V2 takes expertNum 0 for an uncounted dropless call; torch_npu's default is -1.
+        en = int(expert_num) if expert_num > 0 else 0
+        if ranged:
+            # Experts outside [start, end) become one overflow expert L after the range; V2's stable
+            # sort then puts every in-range slot first, in the same order as the unmapped ids.
+            L = rng[1] - rng[0]
+            inside = (expert_idx >= rng[0]) & (expert_idx < rng[1])
+            ids = torch.where(inside, expert_idx - rng[0], torch.full_like(expert_idx, L)).to(torch.int32)
+            overflow, en, v2_flag = L, L + 1, _V2_COUNT
     else:
-        active = 0
-        v2_flag = 0
-        before_flag = want
-    # V2 takes expertNum 0 for an uncounted dropless call; torch_npu's default is -1.
-    en = int(expert_num) if expert_num > 0 or drop_pad_mode == 1 else 0
+        active, v2_flag, before_flag, en = 0, 0, want, int(expert_num)
     cap = int(expert_capacity) if drop_pad_mode == 1 else max(0, int(expert_capacity))  # unused dropless
-    ex, idx, cnt, before = _InitRoutingV2.apply(x, expert_idx, active, cap, en,
-                                                int(drop_pad_mode), v2_flag, before_flag)
+    ex, idx, cnt, before = _InitRoutingV2.apply(x, ids, active, cap, en, int(drop_pad_mode), v2_flag,
+                                                before_flag, overflow)
     E = max(int(expert_num), 0)
+    L = rng[1] - rng[0] if ranged else E
     if not want:
-        tokens = torch.zeros((E, 2) if expert_tokens_num_type == _KEY_VALUE else (E,), dtype=torch.int64)
+        tokens = torch.zeros((E, 2) if expert_tokens_num_type == _KEY_VALUE else (L,), dtype=torch.int64)
     else:
         counts = (cnt if drop_pad_mode == 0 else before).to(torch.int64)
+        if ranged:
+            counts = counts[:L]
+            if expert_tokens_num_type == _CUMSUM:
+                counts = torch.cumsum(counts, 0)
         if drop_pad_mode == 1 and expert_tokens_num_type == _CUMSUM:
             counts = torch.cumsum(counts, 0)
         if expert_tokens_num_type == _KEY_VALUE:  # from the counts (V2 flag 2 / before-capacity)
-            counts = _key_value(counts, E)
+            counts = _key_value(counts, E, rng[0] if ranged else 0)
         tokens = counts
     rows = ex.shape[0] * (ex.shape[1] if drop_pad_mode == 1 else 1)
     expanded_scale = torch.zeros((rows,), dtype=torch.float32)

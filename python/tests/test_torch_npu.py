@@ -154,13 +154,63 @@ class InitRoutingV2(unittest.TestCase):
                 err = (x.grad.double() - x64.grad).abs().max().item()
                 self.assertLessEqual(err, tol, (N, K, E, H, mode))
 
+    def test_active_expert_range(self):
+        """V3's range filter (torch_npu's test golden): slots outside [start, end) are not routed."""
+        for (N, K, E, H) in sizes():
+            start = RNG.randint(0, E - 1)
+            end = RNG.randint(start + 1, E)
+            T = N * K
+            for A in (T, max(1, T - 3)):
+                x = torch.randn(N, H, requires_grad=True)
+                e = expert_ids(N, K, E)
+                s = torch.rand(N)
+                for num_type in (0, 1, 2):
+                    ex, idx, cnt, sc = torch_npu.npu_moe_init_routing_v2(
+                        x, e, scale=s, active_num=A, expert_num=E, expert_tokens_num_type=num_type,
+                        expert_tokens_num_flag=True, active_expert_range=[start, end])
+                    flat = e.reshape(-1).long()
+                    inside = (flat >= start) & (flat < end)
+                    key = torch.where(inside, flat, torch.full_like(flat, 1 << 20))
+                    perm = torch.argsort(key * (T + 1) + torch.arange(T))
+                    actual = int(inside.sum())
+                    valid = min(actual, A)
+                    want_x = torch.zeros(A, H, dtype=torch.float64)
+                    want_x[:valid] = x.detach().double()[perm[:valid] // K]
+                    self.assertTrue(torch.equal(ex.double(), want_x), (N, K, E, H, start, end, A))
+                    want_idx = torch.full((T,), -1, dtype=torch.long)
+                    want_idx[perm[:actual]] = torch.arange(actual)
+                    self.assertTrue(torch.equal(idx.long(), want_idx))
+                    hist = torch.bincount(flat[inside] - start, minlength=end - start)
+                    if num_type == 1:
+                        self.assertTrue(torch.equal(cnt, hist))
+                    elif num_type == 0:
+                        self.assertTrue(torch.equal(cnt, torch.cumsum(hist, 0)))
+                    else:
+                        nz = torch.nonzero(hist).reshape(-1)
+                        want = torch.zeros(E, 2, dtype=torch.int64)
+                        want[: nz.numel(), 0], want[: nz.numel(), 1] = nz + start, hist[nz]
+                        self.assertTrue(torch.equal(cnt, want))
+                    want_sc = torch.zeros(A)
+                    want_sc[:valid] = s[perm[:valid] // K]
+                    self.assertTrue(torch.equal(sc, want_sc))
+                g = torch.randn(ex.shape)
+                x.grad = None
+                (ex * g).sum().backward()
+                want_g = torch.zeros(N, H, dtype=torch.float64)
+                want_g.index_add_(0, perm[:valid] // K, g[:valid].double())
+                tol = K * 2.0 ** -23 * (K * g.abs().max().item() + 1e-30)
+                self.assertLessEqual((x.grad.double() - want_g).abs().max().item(), tol)
+
     def test_rejects(self):
         x = torch.randn(4, 3)
         e = expert_ids(4, 2, 4)
         with self.assertRaises(ValueError):
             torch_npu.npu_moe_init_routing_v2(x, e, expert_num=4, quant_mode=0)
         with self.assertRaises(ValueError):
-            torch_npu.npu_moe_init_routing_v2(x, e, expert_num=4, active_expert_range=[1, 3])
+            torch_npu.npu_moe_init_routing_v2(x, e, expert_num=4, active_expert_range=[1, 5])
+        with self.assertRaises(ValueError):
+            torch_npu.npu_moe_init_routing_v2(x, e, expert_num=4, active_expert_range=[1, 3],
+                                              drop_pad_mode=1, expert_capacity=2)
         with self.assertRaises(ValueError):
             torch_npu.npu_moe_init_routing_v2(x, e, expert_num=4, row_idx_type=1, drop_pad_mode=1,
                                               expert_capacity=2)

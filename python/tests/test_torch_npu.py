@@ -291,5 +291,53 @@ class FinalizeRouting(unittest.TestCase):
             torch_npu.npu_moe_finalize_routing(y, None, None, None, s, idx, e, 2, 2)
 
 
+# op_plugin's schemas (config/op_plugin_functions.yaml, master), the contract for names, order,
+# keyword-only markers and defaults.
+SCHEMAS = [
+    "npu_moe_init_routing_v2(Tensor x, Tensor expert_idx, *, Tensor? scale=None, Tensor? offset=None, "
+    "int active_num=-1, int expert_capacity=-1, int expert_num=-1, int drop_pad_mode=0, "
+    "int expert_tokens_num_type=0, bool expert_tokens_num_flag=False, int quant_mode=-1, "
+    "int[2] active_expert_range=[], int row_idx_type=0, int? x_dtype=None)",
+    "npu_moe_compute_expert_tokens(Tensor sorted_expert_for_source_row, int num_expert)",
+    "npu_moe_finalize_routing(Tensor expanded_permuted_rows, Tensor? skip1, Tensor? skip2, Tensor? bias, "
+    "Tensor? scales, Tensor expanded_src_to_dst_row, Tensor? export_for_source_row, int? drop_pad_mode=0, "
+    "int? k=1)",
+]
+
+
+def parse_schema(text):
+    import re
+    name, args = re.match(r"(\w+)\((.*)\)$", text).groups()
+    params, kwonly = [], False
+    for a in [p.strip() for p in args.split(", ")]:
+        if a == "*":
+            kwonly = True
+            continue
+        decl, _, default = a.partition("=")
+        pname = decl.split()[-1]
+        if default:
+            default = {"None": None, "True": True, "False": False, "[]": []}.get(default, default)
+            if isinstance(default, str):
+                default = int(default)
+        params.append((pname, kwonly, bool(_), default))
+    return name, params
+
+
+class Signatures(unittest.TestCase):
+    def test_match_op_plugin(self):
+        import inspect
+        for text in SCHEMAS:
+            name, params = parse_schema(text)
+            fn = getattr(torch_npu, name)
+            sig = list(inspect.signature(fn).parameters.values())
+            self.assertEqual([p.name for p in sig], [p[0] for p in params], name)
+            for p, (pname, kwonly, has_default, default) in zip(sig, params):
+                self.assertEqual(p.kind == inspect.Parameter.KEYWORD_ONLY, kwonly, (name, pname))
+                self.assertEqual(p.default is not inspect.Parameter.empty, has_default, (name, pname))
+                if has_default:
+                    self.assertEqual(p.default, default, (name, pname))
+            self.assertIn(name, torch_npu.__all__)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -545,7 +545,7 @@ static int torch_compare(int64_t R, int64_t K, int64_t H, aclDataType dt, double
 static void usage(FILE *f, const char *prog) {
     fprintf(f,
             "usage: %s [--quick] [--reps N] [--shape R,K,H,dtype]... [--forward] [--ceilings] [--arith] [--no-torch]\n"
-            "          [--no-threads] [--markdown] [--bias] [--isa LIST|all]\n"
+            "          [--no-threads] [--markdown] [--bias] [--isa LIST|all] [--gating]\n"
             "  Times aclnnMoeFinalizeRoutingV2Grad (phase 1 + phase 2, mode 0, scales, random permutation)\n"
             "  against a %s-thread memcpy of the same bytes ((R*H + 2*R*K*H) * elemsize): ms and GB/s are the\n"
             "  best of N runs, ratio the median of N (operator, copy) pairs run back to back.\n"
@@ -554,6 +554,7 @@ static void usage(FILE *f, const char *prog) {
             "  (the full run without --shape always does, for the shapes with targets).\n"
             "  --arith: each --shape also times the backward's row-order arithmetic alone, rows in L2\n"
             "  (the full run always does, for the 65536,8,128 targets).\n"
+            "  --gating: only MoeGatingTopKSoftmax(V2) at (8192, 256), k = 8, fp32 and bf16 (bench/gating.c).\n"
             "  --bias: each --shape also runs with biasOptional (64 experts) and prints the bias cost.\n"
             "  --isa LIST|all: run everything once per kernel path (comma-separated, or every path this\n"
             "  CPU runs), each in a child with MOEFR_ISA set, then compare the paths row by row.\n"
@@ -682,7 +683,7 @@ static int isa_compare(int argc, char **argv, const char *list) {
 }
 
 int moefr_bench_main(int argc, char **argv) {
-    int quick = 0, forward = 0, torch = 1, threads_sweep = 1, nshapes = 0, ceilings = 0, arith = 0;
+    int gating = 0, quick = 0, forward = 0, torch = 1, threads_sweep = 1, nshapes = 0, ceilings = 0, arith = 0;
     const char *isa_list = NULL;
     int64_t shapes[32][4];
     const char *prog = argc > 0 ? argv[0] : "bench";
@@ -695,6 +696,7 @@ int moefr_bench_main(int argc, char **argv) {
         else if (strcmp(argv[i], "--arith") == 0) arith = 1;
         else if (strcmp(argv[i], "--markdown") == 0) g_markdown = 1;
         else if (strcmp(argv[i], "--bias") == 0) g_bias = 1;
+        else if (strcmp(argv[i], "--gating") == 0) gating = 1;
         else if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc) {
             if (isa_list) {
                 fprintf(stderr, "%s: --isa given twice\n", prog);
@@ -724,6 +726,7 @@ int moefr_bench_main(int argc, char **argv) {
         }
     }
     if (g_reps < 1) g_reps = 1;
+    if (gating) return bench_gating(g_reps, g_markdown);
     if (isa_list) return isa_compare(argc, argv, isa_list);
     const int64_t s = quick ? 8 : 1; /* --quick divides R by 8 */
     static const int64_t thread_shapes[2][4] = {{8192, 8, 4096, ACL_FLOAT}, {65536, 8, 128, ACL_FLOAT}};

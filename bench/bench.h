@@ -21,4 +21,7 @@ int bench_ceilings(int64_t R, int64_t K, int64_t H, size_t es, const char *dtype
 int bench_overlap(int64_t R, int64_t K, int64_t H, size_t es, const char *dtype, int threads, int reps,
                   double ns_row, int markdown);
 
+/* `--gating` (gating.c): MoeGatingTopKSoftmax(V2) at (8192, 256), k = 8, fp32 and bf16. */
+int bench_gating(int reps, int markdown);
+
 #endif /* MOEFR_BENCH_BENCH_H_ */

@@ -113,7 +113,9 @@ typedef enum {
     MF_OP_INIT_ROUTING_V2_GRAD = 4,
     MF_OP_COMPUTE_EXPERT_TOKENS = 5,
     MF_OP_TOKEN_PERMUTE = 6,
-    MF_OP_TOKEN_PERMUTE_GRAD = 7
+    MF_OP_TOKEN_PERMUTE_GRAD = 7,
+    MF_OP_GATING_TOP_K_SOFTMAX = 8,
+    MF_OP_GATING_TOP_K_SOFTMAX_V2 = 9
 } mf_op_kind;
 /* The most tensors (inputs + outputs) an operator's signature has. */
 #define MF_EXEC_SLOTS 12

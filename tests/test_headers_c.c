@@ -9,6 +9,8 @@
 #include "aclnn/aclnn_base.h"
 #include "aclnnop/aclnn_moe_finalize_routing_v2.h"
 #include "aclnnop/aclnn_moe_finalize_routing_v2_grad.h"
+#include "aclnnop/aclnn_moe_gating_top_k_softmax.h"
+#include "aclnnop/aclnn_moe_gating_top_k_softmax_v2.h"
 #include "moefr/moefr.h"
 /* twice: the include guards hold */
 #include "acl/acl.h"
@@ -158,6 +160,20 @@ static const char *(*const p_ver)(void) = moefrVersion;
 static const char *(*const p_isa)(void) = moefrIsa;
 static int (*const p_nt)(void) = moefrNumThreads;
 
+/* issue 15: MoeGatingTopKSoftmax(V2) with CANN 8.1.RC1's exact types */
+static aclnnStatus (*const p_g1ws)(const aclTensor *, const aclTensor *, int64_t, const aclTensor *,
+                                   const aclTensor *, const aclTensor *, uint64_t *, aclOpExecutor **) =
+    aclnnMoeGatingTopKSoftmaxGetWorkspaceSize;
+static aclnnStatus (*const p_g1)(void *, uint64_t, aclOpExecutor *, aclrtStream) = aclnnMoeGatingTopKSoftmax;
+static aclnnStatus (*const p_g2ws)(const aclTensor *, const aclTensor *, int64_t, int64_t, bool, const aclTensor *,
+                                   const aclTensor *, const aclTensor *, uint64_t *, aclOpExecutor **) =
+    aclnnMoeGatingTopKSoftmaxV2GetWorkspaceSize;
+static aclnnStatus (*const p_g2)(void *, uint64_t, aclOpExecutor *, aclrtStream) = aclnnMoeGatingTopKSoftmaxV2;
+static int gating_sigs_ok(void) {
+    return p_g1ws != NULL && p_g1 != NULL && p_g2ws != NULL && p_g2 != NULL &&
+           p_g1ws(NULL, NULL, 1, NULL, NULL, NULL, NULL, NULL) == ACLNN_ERR_PARAM_NULLPTR;
+}
+
 int main(void) {
     const void *all[] = {(const void *)&p_init, (const void *)&p_fin, (const void *)&p_set, (const void *)&p_reset,
                          (const void *)&p_get, (const void *)&p_cs, (const void *)&p_ds, (const void *)&p_ss,
@@ -166,6 +182,7 @@ int main(void) {
                          (const void *)&p_msg, (const void *)&p_ct, (const void *)&p_dt, (const void *)&p_rep,
                          (const void *)&p_dex, (const void *)&p_gws, (const void *)&p_run, (const void *)&p_fws,
                          (const void *)&p_frun, (const void *)&p_ver, (const void *)&p_isa, (const void *)&p_nt};
+    if (!gating_sigs_ok()) return 1;
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i] == NULL) return 1;
     /* the library behind the headers answers */

@@ -9,6 +9,8 @@
 #include "aclnn/aclnn_base.h"
 #include "aclnnop/aclnn_moe_finalize_routing_v2.h"
 #include "aclnnop/aclnn_moe_finalize_routing_v2_grad.h"
+#include "aclnnop/aclnn_moe_gating_top_k_softmax.h"
+#include "aclnnop/aclnn_moe_gating_top_k_softmax_v2.h"
 #include "moefr/moefr.h"
 #include "acl/acl.h"
 
@@ -63,6 +65,15 @@ SAME_TYPE(aclnnMoeFinalizeRoutingV2, aclnnStatus (*)(void *, uint64_t, aclOpExec
 SAME_TYPE(moefrVersion, const char *(*)());
 SAME_TYPE(moefrIsa, const char *(*)());
 SAME_TYPE(moefrNumThreads, int (*)());
+// issue 15: MoeGatingTopKSoftmax(V2)
+SAME_TYPE(aclnnMoeGatingTopKSoftmaxGetWorkspaceSize,
+          aclnnStatus (*)(const aclTensor *, const aclTensor *, int64_t, const aclTensor *, const aclTensor *,
+                          const aclTensor *, uint64_t *, aclOpExecutor **));
+SAME_TYPE(aclnnMoeGatingTopKSoftmax, aclnnStatus (*)(void *, uint64_t, aclOpExecutor *, aclrtStream));
+SAME_TYPE(aclnnMoeGatingTopKSoftmaxV2GetWorkspaceSize,
+          aclnnStatus (*)(const aclTensor *, const aclTensor *, int64_t, int64_t, bool, const aclTensor *,
+                          const aclTensor *, const aclTensor *, uint64_t *, aclOpExecutor **));
+SAME_TYPE(aclnnMoeGatingTopKSoftmaxV2, aclnnStatus (*)(void *, uint64_t, aclOpExecutor *, aclrtStream));
 // issue 12: every host-API function with CANN 8.1.RC1's exact type (decltype does not odr-use)
 #define SAME_TYPE_X(fn, type) SAME_TYPE(fn, type);
 MOEFR_HOST_API_SIGNATURES(SAME_TYPE_X)

@@ -18,6 +18,7 @@
 #include "moefr/moefr.h"
 #include "npy.h"
 
+int moefr_cmd_gating(int argc, char **argv, int first); /* tools/cmd_gating.c */
 #ifdef MOEFR_CLI_HAVE_BENCH
 int moefr_bench_main(int argc, char **argv);
 #endif
@@ -56,6 +57,7 @@ static const char USAGE[] =
     "           --expanded-x F --expanded-row-idx F [--x1 F] [--x2 F] [--bias F]\n"
     "           [--scales F] [--expert-idx F] [--drop-pad-mode N] [--dtype bf16] --out DIR\n"
     "           writes DIR/out.npy\n"
+    "  gating   aclnnMoeGatingTopKSoftmax(V2) on .npy files (gating --help)\n"
     "  bench    throughput in GB/s and its ratio to copy bandwidth (bench --help)\n"
     "  demo     a small built-in example: prints its inputs and results\n"
     "\n"
@@ -883,6 +885,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "grad")) return cmd_grad(argc, argv, i + 1);
     if (!strcmp(cmd, "forward")) return cmd_forward(argc, argv, i + 1);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc, argv, i + 1);
+    if (!strcmp(cmd, "gating")) return moefr_cmd_gating(argc, argv, i + 1);
     if (!strcmp(cmd, "demo")) return cmd_demo(argc, argv, i + 1);
     msg("unknown command '%s' (commands: grad, forward, bench, demo; see moefr --help)", cmd);
     return EXIT_USAGE;

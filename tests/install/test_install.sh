@@ -52,7 +52,9 @@ extra=$(cd "$lib" && ls -1 | grep -E '\.(so|a)(\.|$)' |
 [ -z "$extra" ] || fail "unexpected libraries in lib64: $extra"
 for sym in aclInit aclrtMalloc aclCreateTensor aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize \
            aclnnMoeFinalizeRoutingV2Grad aclGetRecentErrMsg aclrtCreateContext aclrtEventElapsedTime \
-           aclrtMemcpyAsync aclCreateIntArray aclDataTypeSize aclFloatToFloat16 aclnnInit moefrFreeArray; do
+           aclrtMemcpyAsync aclCreateIntArray aclDataTypeSize aclFloatToFloat16 aclnnInit moefrFreeArray \
+           aclnnMoeGatingTopKSoftmaxGetWorkspaceSize aclnnMoeGatingTopKSoftmax \
+           aclnnMoeGatingTopKSoftmaxV2GetWorkspaceSize aclnnMoeGatingTopKSoftmaxV2; do
   # grep reads to the end: with -q it may exit before nm has written all, and
   # pipefail would report nm's SIGPIPE as a missing symbol
   nm -D --defined-only "$real" | grep " T $sym\$" >/dev/null || fail "$sym not exported"

@@ -1,0 +1,94 @@
+/* gating.c - `moefr bench --gating`: aclnnMoeGatingTopKSoftmax (V1) and V2
+ * (renorm 0 and 1) at N = 8192 tokens, E = 256 experts, k = 8, fp32 and
+ * bf16: both phases per call, the median of the repeats, and the time per
+ * thousand tokens (issue 15's target: well under 1 ms). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "acl/acl.h"
+#include "aclnnop/aclnn_moe_gating_top_k_softmax.h"
+#include "aclnnop/aclnn_moe_gating_top_k_softmax_v2.h"
+#include "bench/bench.h"
+#include "moefr/moefr.h"
+
+static int cmp_d(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* One call of both phases; seconds, or -1 on failure. */
+static double call(int ver, const aclTensor *x, int64_t k, const aclTensor *y, const aclTensor *e,
+                   const aclTensor *r) {
+    uint64_t ws = 0;
+    aclOpExecutor *ex = NULL;
+    const double t0 = bench_now();
+    aclnnStatus rc = ver == 1 ? aclnnMoeGatingTopKSoftmaxGetWorkspaceSize(x, NULL, k, y, e, r, &ws, &ex)
+                              : aclnnMoeGatingTopKSoftmaxV2GetWorkspaceSize(x, NULL, k, ver == 3, false, y, e, NULL,
+                                                                            &ws, &ex);
+    if (rc == ACLNN_SUCCESS && ws == 0)
+        rc = ver == 1 ? aclnnMoeGatingTopKSoftmax(NULL, 0, ex, NULL) : aclnnMoeGatingTopKSoftmaxV2(NULL, 0, ex, NULL);
+    const double t = bench_now() - t0;
+    if (rc != ACLNN_SUCCESS || ws != 0) {
+        fprintf(stderr, "bench --gating: status %d, workspace %llu: %s\n", rc, (unsigned long long)ws,
+                aclGetRecentErrMsg());
+        return -1;
+    }
+    return t;
+}
+
+int bench_gating(int reps, int markdown) {
+    const int64_t N = 8192, E = 256, k = 8;
+    const int n = reps < 5 ? 21 : reps * 4 + 1;
+    static const char *const names[4] = {"", "MoeGatingTopKSoftmax", "V2 renorm 0", "V2 renorm 1"};
+    int fails = 0;
+    printf("moefr %s, %d threads: gating top-k softmax, N = %lld tokens, E = %lld, k = %lld, median of %d calls "
+           "(both phases)\n\n",
+           moefrVersion(), moefrNumThreads(), (long long)N, (long long)E, (long long)k, n);
+    if (markdown) printf("| operator | dtype | ms per call | ms per 1000 tokens |\n|---|---|---|---|\n");
+    for (int d = 0; d < 2; d++) {
+        const aclDataType dt = d == 0 ? ACL_FLOAT : ACL_BF16;
+        const size_t es = dt == ACL_FLOAT ? 4 : 2;
+        char *xb = bench_alloc((size_t)(N * E) * es), *yb = bench_alloc((size_t)(N * k) * es);
+        char *eb = bench_alloc((size_t)(N * k) * 4), *rb = bench_alloc((size_t)(N * k) * 4);
+        uint64_t s = 88172645463325252ull;
+        for (int64_t i = 0; i < N * E; i++) {
+            s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+            const float v = (float)(int64_t)(s >> 40) * 0x1p-24f * 16.0f - 8.0f; /* logits in [-8, 8) */
+            if (dt == ACL_FLOAT) {
+                memcpy(xb + i * 4, &v, 4);
+            } else {
+                uint32_t u;
+                memcpy(&u, &v, 4);
+                const uint16_t h = (uint16_t)(u >> 16);
+                memcpy(xb + i * 2, &h, 2);
+            }
+        }
+        int64_t xd[2] = {N, E}, od[2] = {N, k};
+        aclTensor *x = aclCreateTensor(xd, 2, dt, NULL, 0, ACL_FORMAT_ND, xd, 2, xb);
+        aclTensor *y = aclCreateTensor(od, 2, dt, NULL, 0, ACL_FORMAT_ND, od, 2, yb);
+        aclTensor *e = aclCreateTensor(od, 2, ACL_INT32, NULL, 0, ACL_FORMAT_ND, od, 2, eb);
+        aclTensor *r = aclCreateTensor(od, 2, ACL_INT32, NULL, 0, ACL_FORMAT_ND, od, 2, rb);
+        for (int ver = 1; ver <= 3; ver++) {
+            double *t = malloc(sizeof *t * (size_t)n);
+            int ok = call(ver, x, k, y, e, r) >= 0; /* warm-up */
+            for (int i = 0; i < n && ok; i++) ok = (t[i] = call(ver, x, k, y, e, r)) >= 0;
+            if (!ok) {
+                fails++;
+                free(t);
+                continue;
+            }
+            qsort(t, (size_t)n, sizeof *t, cmp_d);
+            const double ms = t[n / 2] * 1e3;
+            if (markdown)
+                printf("| %s | %s | %.3f | %.4f |\n", names[ver], d == 0 ? "fp32" : "bf16", ms, ms * 1000.0 / (double)N);
+            else
+                printf("  %-22s %s  %8.3f ms per call  %8.4f ms per 1000 tokens\n", names[ver], d == 0 ? "fp32" : "bf16",
+                       ms, ms * 1000.0 / (double)N);
+            free(t);
+        }
+        aclDestroyTensor(x), aclDestroyTensor(y), aclDestroyTensor(e), aclDestroyTensor(r);
+        bench_free(xb), bench_free(yb), bench_free(eb), bench_free(rb);
+    }
+    return fails ? 1 : 0;
+}

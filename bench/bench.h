@@ -23,5 +23,8 @@ int bench_overlap(int64_t R, int64_t K, int64_t H, size_t es, const char *dtype,
 
 /* `--gating` (gating.c): MoeGatingTopKSoftmax(V2) at (8192, 256), k = 8, fp32 and bf16. */
 int bench_gating(int reps, int markdown);
+/* --routing (routing.c): InitRoutingV2, TokenPermute, TokenUnpermute at
+ * (N, K, H) with E experts, fp32 and bf16, against a same-traffic memcpy. */
+int bench_routing(int64_t N, int64_t K, int64_t H, int64_t E, int reps, int markdown);
 
 #endif /* MOEFR_BENCH_BENCH_H_ */

@@ -115,7 +115,9 @@ typedef enum {
     MF_OP_TOKEN_PERMUTE = 6,
     MF_OP_TOKEN_PERMUTE_GRAD = 7,
     MF_OP_GATING_TOP_K_SOFTMAX = 8,
-    MF_OP_GATING_TOP_K_SOFTMAX_V2 = 9
+    MF_OP_GATING_TOP_K_SOFTMAX_V2 = 9,
+    MF_OP_TOKEN_UNPERMUTE = 10,
+    MF_OP_TOKEN_UNPERMUTE_GRAD = 11
 } mf_op_kind;
 /* The most tensors (inputs + outputs) an operator's signature has. */
 #define MF_EXEC_SLOTS 12

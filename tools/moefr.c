@@ -17,6 +17,7 @@
 #include "aclnnop/aclnn_moe_finalize_routing_v2_grad.h"
 #include "moefr/moefr.h"
 #include "npy.h"
+#include "cli.h"
 
 int moefr_cmd_gating(int argc, char **argv, int first); /* tools/cmd_gating.c */
 #ifdef MOEFR_CLI_HAVE_BENCH
@@ -24,12 +25,11 @@ int moefr_bench_main(int argc, char **argv);
 #endif
 
 /* Exit status, SPEC section 7. */
-enum { EXIT_OK = 0, EXIT_REJECTED = 1, EXIT_USAGE = 2, EXIT_FILE = 3 };
 
-static const char *g_cmd = "moefr";
-static int g_verbose = 0;
+const char *g_cmd = "moefr";
+int g_verbose = 0;
 
-static void msg(const char *fmt, ...) {
+void msg(const char *fmt, ...) {
     va_list ap;
     fprintf(stderr, "%s: ", g_cmd);
     va_start(ap, fmt);
@@ -38,7 +38,7 @@ static void msg(const char *fmt, ...) {
     fputc('\n', stderr);
 }
 
-static double now_us(void) {
+double now_us(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
@@ -58,6 +58,10 @@ static const char USAGE[] =
     "           [--scales F] [--expert-idx F] [--drop-pad-mode N] [--dtype bf16] --out DIR\n"
     "           writes DIR/out.npy\n"
     "  gating   aclnnMoeGatingTopKSoftmax(V2) on .npy files (gating --help)\n"
+    "  permute  aclnnMoeTokenPermute: --tokens F --indices F [--num-out-tokens N] [--dtype bf16] --out DIR\n"
+    "           writes DIR/permute_tokens.npy and DIR/sorted_indices.npy\n"
+    "  unpermute aclnnMoeTokenUnpermute: --permuted-tokens F --sorted-indices F [--probs F] [--dtype bf16]\n"
+    "           --out DIR; writes DIR/out.npy\n"
     "  bench    throughput in GB/s and its ratio to copy bandwidth (bench --help)\n"
     "  demo     a small built-in example: prints its inputs and results\n"
     "\n"
@@ -72,16 +76,6 @@ static const char USAGE[] =
 
 /* ---------------------------------------------------------------- options */
 
-typedef enum { OPT_FILE, OPT_INT, OPT_DTYPE, OPT_DIR } opt_kind;
-
-typedef struct {
-    const char *flag;  /* "--grad-y" */
-    const char *param; /* operator parameter it feeds, for messages */
-    opt_kind kind;
-    int required;
-    const char *value; /* as given */
-    int64_t ival;
-} cli_opt;
 
 static cli_opt *find_opt(cli_opt *opts, int n, const char *name, size_t len) {
     for (int i = 0; i < n; i++)
@@ -101,7 +95,7 @@ static int parse_int(const char *s, int64_t *v) {
 
 /* Parses argv[first..argc) into opts. Returns 0, 1 when --help was asked for,
  * or EXIT_USAGE after printing why. */
-static int parse_opts(int argc, char **argv, int first, cli_opt *opts, int n) {
+int parse_opts(int argc, char **argv, int first, cli_opt *opts, int n) {
     for (int i = first; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
@@ -152,24 +146,12 @@ static int parse_opts(int argc, char **argv, int first, cli_opt *opts, int n) {
     return 0;
 }
 
-static cli_opt *opt(cli_opt *opts, int n, const char *flag) {
+cli_opt *opt(cli_opt *opts, int n, const char *flag) {
     return find_opt(opts, n, flag, strlen(flag));
 }
 
 /* ---------------------------------------------------------------- tensors */
 
-/* One operator argument: its file, the bytes in "device" memory and the tensor. */
-typedef struct {
-    const char *flag, *path;
-    mf_npy npy;
-    void *file_buf;
-    aclDataType dt;
-    int ndim;
-    int64_t dims[MF_NPY_MAX_DIMS];
-    size_t nbytes;
-    void *dev;
-    aclTensor *t;
-} cli_tensor;
 
 static size_t dt_size(aclDataType dt) {
     return dt == ACL_FLOAT || dt == ACL_INT32 ? 4 : 2;
@@ -184,7 +166,7 @@ static mf_npy_dtype npy_of(aclDataType dt) {
     }
 }
 
-static void cleanup_tensor(cli_tensor *c) {
+void cleanup_tensor(cli_tensor *c) {
     if (c->t) aclDestroyTensor(c->t);
     if (c->dev) aclrtFree(c->dev);
     free(c->file_buf);
@@ -220,7 +202,7 @@ static int make_tensor(cli_tensor *c, const char *what) {
 }
 
 /* Loads --flag's file (if the option was given) into a device tensor. */
-static int load_tensor(const cli_opt *o, int bf16, cli_tensor *c) {
+int load_tensor(const cli_opt *o, int bf16, cli_tensor *c) {
     memset(c, 0, sizeof *c);
     if (!o->value) return 0;
     c->flag = o->flag;
@@ -259,7 +241,7 @@ static int load_tensor(const cli_opt *o, int bf16, cli_tensor *c) {
 
 /* An output tensor, filled with NaN bits first so a position the operator
  * forgot to write can never pass for a result. */
-static int make_output(cli_tensor *c, const char *name, aclDataType dt, int ndim, const int64_t *dims) {
+int make_output(cli_tensor *c, const char *name, aclDataType dt, int ndim, const int64_t *dims) {
     memset(c, 0, sizeof *c);
     c->flag = name;
     c->dt = dt;
@@ -273,13 +255,10 @@ static int make_output(cli_tensor *c, const char *name, aclDataType dt, int ndim
 
 /* ---------------------------------------------------------------- errors */
 
-typedef struct {
-    const char *param, *flag;
-} param_flag;
 
 /* Adds the flag (and file) an operator message is about, so the user knows
  * which input to fix: the earliest parameter name mentioned as a whole word. */
-static void operator_error(const char *api, aclnnStatus st, const param_flag *map, int nmap,
+void operator_error(const char *api, aclnnStatus st, const param_flag *map, int nmap,
                            cli_opt *opts, int nopts) {
     const char *m = aclGetRecentErrMsg();
     if (!m) m = "(no message)";
@@ -342,7 +321,7 @@ static int mkdir_p(const char *dir) {
 
 /* Copies the outputs back, writes them all under temporary names, and renames
  * them into place only when every one was written. */
-static int write_outputs(const char *dir, cli_tensor **outs, const char **names, int n) {
+int write_outputs(const char *dir, cli_tensor **outs, const char **names, int n) {
     if (mkdir_p(dir) != 0) {
         msg("--out %s: cannot create directory: %s", dir, strerror(errno));
         return EXIT_FILE;
@@ -399,7 +378,7 @@ static int write_outputs(const char *dir, cli_tensor **outs, const char **names,
     return EXIT_OK;
 }
 
-static int runtime_up(aclrtStream *stream) {
+int runtime_up(aclrtStream *stream) {
     if (aclInit(NULL) != ACL_SUCCESS || aclrtSetDevice(0) != ACL_SUCCESS ||
         aclrtCreateStream(stream) != ACL_SUCCESS) {
         const char *m = aclGetRecentErrMsg();
@@ -409,13 +388,13 @@ static int runtime_up(aclrtStream *stream) {
     return 0;
 }
 
-static void runtime_down(aclrtStream stream) {
+void runtime_down(aclrtStream stream) {
     aclrtDestroyStream(stream);
     aclrtResetDevice(0);
     aclFinalize();
 }
 
-static void verbose_report(const char *op, double t_load, double t_plan, double t_run, double t_write,
+void verbose_report(const char *op, double t_load, double t_plan, double t_run, double t_write,
                            double bytes) {
     if (!g_verbose) return;
     fprintf(stderr,
@@ -426,7 +405,7 @@ static void verbose_report(const char *op, double t_load, double t_plan, double 
 }
 
 /* Runs phase 2 with a workspace of the size phase 1 asked for. */
-static aclnnStatus run_phase2(aclnnStatus (*fn)(void *, uint64_t, aclOpExecutor *, aclrtStream), uint64_t ws_size,
+aclnnStatus run_phase2(aclnnStatus (*fn)(void *, uint64_t, aclOpExecutor *, aclrtStream), uint64_t ws_size,
                               aclOpExecutor *ex, aclrtStream stream, int *alloc_failed) {
     void *ws = NULL;
     *alloc_failed = 0;
@@ -886,7 +865,9 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "forward")) return cmd_forward(argc, argv, i + 1);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc, argv, i + 1);
     if (!strcmp(cmd, "gating")) return moefr_cmd_gating(argc, argv, i + 1);
+    if (!strcmp(cmd, "permute")) return cmd_permute(argc, argv, i + 1);     /* tools/cmd_permute.c */
+    if (!strcmp(cmd, "unpermute")) return cmd_unpermute(argc, argv, i + 1); /* tools/cmd_permute.c */
     if (!strcmp(cmd, "demo")) return cmd_demo(argc, argv, i + 1);
-    msg("unknown command '%s' (commands: grad, forward, bench, demo; see moefr --help)", cmd);
+    msg("unknown command '%s' (commands: grad, forward, permute, unpermute, bench, demo; see moefr --help)", cmd);
     return EXIT_USAGE;
 }

@@ -29,68 +29,67 @@ static const mf_dtcol COLS_A2[] = {COL(ACL_FLOAT16, ACL_FLOAT16), COL(ACL_FLOAT,
 #undef COL
 static const mf_op_def DEF = {OP, MF_OP_FORWARD, 7, 1, NAMES, FLAGS, COLS_950, 9, COLS_A2, 4};
 
-static aclnnStatus need_rank(const char *name, const aclTensor *t, int rank) {
-    return mf_check_rank(OP, TILING, name, t, rank);
-}
-static aclnnStatus need_dim(const char *name, const aclTensor *t, int dim, int64_t want) {
-    return mf_check_dim(OP, TILING, name, t, dim, want);
-}
+/* The tiling checks name the calling operator and its parameters
+ * (TokenUnpermute reaches them through its Ascend 950 translation). */
+#define need_rank(i, t, rank) mf_check_rank(op, TILING, nm[i], t, rank)
+#define need_dim(i, t, dim, want) mf_check_dim(op, TILING, nm[i], t, dim, want)
 
 /* CANN's tiling, in its order. Fills R, K, H, N, D0, E of p. */
-static aclnnStatus check_shapes(const aclTensor *const *t, int64_t mode, fwd_plan *p) {
+aclnnStatus mf_fwd_check_shapes(const mf_op_def *def, const aclTensor *const *t, int64_t mode, fwd_plan *p) {
+    const char *const op = def->name, *const *nm = def->names;
     const aclTensor *x = t[F_X], *idx = t[F_IDX], *x1 = t[F_X1], *x2 = t[F_X2], *bias = t[F_BIAS],
                     *sc = t[F_SCALES], *ei = t[F_EIDX], *out = t[F_OUT];
     if (mode < 0 || mode > 3)
-        return mf_fail(TILING, "%s: dropPadMode must be 0, 1, 2 or 3, got %lld", OP, (long long)mode);
+        return mf_fail(TILING, "%s: dropPadMode must be 0, 1, 2 or 3, got %lld", op, (long long)mode);
     const bool drop_pad = mode == 1 || mode == 3;
-    TRY(need_rank("expandedRowIdx", idx, 1));
+    TRY(need_rank(F_IDX, idx, 1));
     const int64_t NK = idx->dims[0];
     int64_t K = 1;
     if (sc) {
-        TRY(need_rank("scalesOptional", sc, 2));
+        TRY(need_rank(F_SCALES, sc, 2));
         K = sc->dims[1];
-        if (K == 0) return mf_fail(TILING, "%s: scalesOptional dim1 (K) must not be 0", OP);
+        if (K == 0) return mf_fail(TILING, "%s: %s dim1 (K) must not be 0", op, nm[F_SCALES]);
     }
     /* CANN: R = NK / K, rounding down; entries past R*K are never read. */
     const int64_t R = NK / K, N = R * K;
-    TRY(need_rank("expandedX", x, drop_pad ? 3 : 2));
+    TRY(need_rank(F_X, x, drop_pad ? 3 : 2));
     const int64_t H = x->dims[x->ndim - 1];
     int64_t D0 = x->dims[0], E = 0;
     if (drop_pad && !mf_mul_ok(x->dims[0], x->dims[1], &D0))
-        return mf_fail(TILING, "%s: expandedX E*C overflows int64", OP);
+        return mf_fail(TILING, "%s: %s E*C overflows int64", op, nm[F_X]);
     if (x1) {
-        TRY(need_rank("x1Optional", x1, 2));
-        TRY(need_dim("x1Optional", x1, 0, R));
-        TRY(need_dim("x1Optional", x1, 1, H));
+        TRY(need_rank(F_X1, x1, 2));
+        TRY(need_dim(F_X1, x1, 0, R));
+        TRY(need_dim(F_X1, x1, 1, H));
     }
     if (x2) {
-        if (!x1) return mf_fail(TILING, "%s: x2Optional is given, so x1Optional must be too", OP);
-        TRY(need_rank("x2Optional", x2, 2));
-        TRY(need_dim("x2Optional", x2, 0, R));
-        TRY(need_dim("x2Optional", x2, 1, H));
+        if (!x1) return mf_fail(TILING, "%s: %s is given, so %s must be too", op, nm[F_X2], nm[F_X1]);
+        TRY(need_rank(F_X2, x2, 2));
+        TRY(need_dim(F_X2, x2, 0, R));
+        TRY(need_dim(F_X2, x2, 1, H));
     }
     if (bias) {
-        if (!ei) return mf_fail(TILING, "%s: biasOptional is given, so expertIdxOptional must be too", OP);
-        TRY(need_rank("biasOptional", bias, 2));
-        if (drop_pad) TRY(need_dim("biasOptional", bias, 0, x->dims[0]));
+        if (!ei) return mf_fail(TILING, "%s: %s is given, so %s must be too", op, nm[F_BIAS], nm[F_EIDX]);
+        TRY(need_rank(F_BIAS, bias, 2));
+        if (drop_pad) TRY(need_dim(F_BIAS, bias, 0, x->dims[0]));
         E = bias->dims[0];
-        TRY(need_dim("biasOptional", bias, 1, H));
+        TRY(need_dim(F_BIAS, bias, 1, H));
     }
     if (ei) {
-        TRY(need_rank("expertIdxOptional", ei, 2));
-        TRY(need_dim("expertIdxOptional", ei, 0, R));
-        TRY(need_dim("expertIdxOptional", ei, 1, K));
+        TRY(need_rank(F_EIDX, ei, 2));
+        TRY(need_dim(F_EIDX, ei, 0, R));
+        TRY(need_dim(F_EIDX, ei, 1, K));
     }
     if (bias && E < K)
-        return mf_fail(TILING, "%s: biasOptional dim0 (E = %lld) must be >= K = %lld", OP, (long long)E, (long long)K);
-    if (bias && E == 0) return mf_fail(TILING, "%s: biasOptional dim0 (E) must not be 0", OP);
-    TRY(need_rank("out", out, 2));
-    TRY(need_dim("out", out, 0, R));
-    TRY(need_dim("out", out, 1, H));
+        return mf_fail(TILING, "%s: %s dim0 (E = %lld) must be >= K = %lld", op, nm[F_BIAS], (long long)E, (long long)K);
+    if (bias && E == 0) return mf_fail(TILING, "%s: %s dim0 (E) must not be 0", op, nm[F_BIAS]);
+    TRY(need_rank(F_OUT, out, 2));
+    TRY(need_dim(F_OUT, out, 0, R));
+    TRY(need_dim(F_OUT, out, 1, H));
     /* CANN reads scales[r][k] for r < R without comparing scales dim0 with R
      * (docs/CANN_COMPAT.md): fewer rows would be read out of bounds. */
     if (sc && sc->dims[0] < R)
-        return mf_fail(TILING, "%s: scalesOptional dim0 must be at least R = %lld, got %lld", OP, (long long)R,
+        return mf_fail(TILING, "%s: %s dim0 must be at least R = %lld, got %lld", op, nm[F_SCALES], (long long)R,
                        (long long)sc->dims[0]);
     p->R = R; p->K = K; p->H = H; p->N = N; p->D0 = D0; p->E = E;
     return ACLNN_SUCCESS;
@@ -111,18 +110,29 @@ aclnnStatus aclnnMoeFinalizeRoutingV2GetWorkspaceSize(const aclTensor *expandedX
         pl.empty = true;
         return mf_op_publish(&DEF, t, 0, &pl, sizeof pl, mf_fwd_run, 0, workspaceSize, executor);
     }
-    TRY(check_shapes(t, dropPadMode, &pl));
-
+    TRY(mf_fwd_check_shapes(&DEF, t, dropPadMode, &pl));
     pl.mode = (int)dropPadMode;
     pl.drop_pad = dropPadMode == 1 || dropPadMode == 3;
     pl.row_laid = dropPadMode >= 2;
+    pl.drop_high = !pl.drop_pad && !mf_soc_strict();
+    return mf_fwd_finish(&DEF, t, &pl, workspaceSize, executor);
+}
+
+aclnnStatus mf_fwd_finish(const mf_op_def *def, const aclTensor *const *t, fwd_plan *p, uint64_t *workspaceSize,
+                          aclOpExecutor **executor) {
+    const char *const OPN = def->name;
+    fwd_plan pl = *p;
+    pl.op = def->name;
+    pl.idx_name = def->names[F_IDX];
+    pl.x_name = def->names[F_X];
+    const aclTensor *expandedX = t[F_X], *x1Optional = t[F_X1], *x2Optional = t[F_X2], *biasOptional = t[F_BIAS],
+                    *scalesOptional = t[F_SCALES], *expertIdxOptional = t[F_EIDX];
     pl.has_x1 = x1Optional != NULL;
     pl.has_x2 = x2Optional != NULL;
     pl.has_bias = biasOptional != NULL;
     pl.has_scales = scalesOptional != NULL;
     pl.has_eidx = expertIdxOptional != NULL;
     pl.strict = mf_index_strict();
-    pl.drop_high = !pl.drop_pad && !mf_soc_strict();
     pl.dtype = expandedX->dtype;
     pl.dt = mf_dt_of(expandedX->dtype);
     pl.es = mf_dtype_size(expandedX->dtype);
@@ -157,13 +167,13 @@ aclnnStatus aclnnMoeFinalizeRoutingV2GetWorkspaceSize(const aclTensor *expandedX
         int64_t bytes;
         if (packed[i] == NULL) continue;
         if (!mf_mul_ok(packed[i]->numel, (int64_t)pl.es, &bytes) || bytes > (INT64_MAX >> 2))
-            return mf_fail(TILING, "%s: workspace to pack a strided input overflows", OP);
+            return mf_fail(TILING, "%s: workspace to pack a strided input overflows", OPN);
         *offs[i] = mf_carve(&used, (uint64_t)bytes);
     }
     pl.ws_bytes = used;
     /* expertIdx without bias is checked for shape, never read */
     const unsigned unused = pl.has_eidx && !pl.has_bias ? 1u << F_EIDX : 0;
-    return mf_op_publish(&DEF, t, unused, &pl, sizeof pl, mf_fwd_run, mf_workspace_with_slack(used), workspaceSize,
+    return mf_op_publish(def, t, unused, &pl, sizeof pl, mf_fwd_run, mf_workspace_with_slack(used), workspaceSize,
                          executor);
 }
 

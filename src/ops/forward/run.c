@@ -9,7 +9,6 @@
 #include "kernels/forward.h"
 #include "ops/forward/forward.h"
 
-static const char OP[] = "aclnnMoeFinalizeRoutingV2";
 
 /* Tokens with more than MF_FWD_KMAX slots keep an fp64 tile of this many
  * elements (4 KiB) in L1 between slot groups. */
@@ -38,10 +37,11 @@ static void fill_slots(const fwd_ctx *c, int64_t r, int64_t k0, int64_t k1, mf_f
         /* validated: d in [0, D0), or a dropped slot (-1 in drop-pad modes,
          * >= D0 in modes 0/2 under Ascend 950's rules), whose whole term,
          * bias included, is absent, as CANN's kernels skip it */
-        const bool kept = d >= 0 && d < p->D0;
+        const double s = p->has_scales ? (double)mf_small_f32(&c->scales, r, k) : 1.0;
+        const bool kept = d >= 0 && d < p->D0 && !(p->skip_zero && s == 0.0);
         t->x[q] = kept ? mf_row(&c->x, d) : NULL;
         t->b[q] = kept && p->has_bias ? mf_row(&c->bias, mf_small_i32(&c->eidx, r, k)) : NULL;
-        t->s[q] = p->has_scales ? (double)mf_small_f32(&c->scales, r, k) : 1.0;
+        t->s[q] = s;
     }
 }
 
@@ -109,18 +109,18 @@ static aclnnStatus check_values(const fwd_ctx *c, void *ws) {
         const int32_t d = mf_small_i32(&c->idx, i, 0);
         if (d < lo && p->drop_high)
             return mf_fail(ACLNN_ERR_PARAM_INVALID,
-                           "%s: expandedRowIdx[%lld] = %d is negative (expandedX has %lld rows; values at or past them "
-                           "drop a slot)", OP, (long long)i, (int)d, (long long)p->D0);
+                           "%s: %s[%lld] = %d is negative (%s has %lld rows; values at or past them "
+                           "drop a slot)", p->op, p->idx_name, (long long)i, (int)d, p->x_name, (long long)p->D0);
         if (d < lo || d >= hi)
             return mf_fail(ACLNN_ERR_PARAM_INVALID,
-                           "%s: expandedRowIdx[%lld] = %d is out of range [%lld, %lld) (expandedX has %lld rows%s)", OP,
-                           (long long)i, (int)d, (long long)lo, (long long)p->D0, (long long)p->D0,
+                           "%s: %s[%lld] = %d is out of range [%lld, %lld) (%s has %lld rows%s)", p->op,
+                           p->idx_name, (long long)i, (int)d, (long long)lo, (long long)p->D0, p->x_name, (long long)p->D0,
                            p->drop_pad ? "; -1 drops a slot" : "");
     }
     if (p->strict) {
         int64_t shi = p->drop_pad ? p->D0 : (p->D0 < p->N ? p->D0 : p->N);
         if (shi > ((int64_t)1 << 31)) shi = (int64_t)1 << 31; /* int32 reach */
-        aclnnStatus rc = mf_check_index(OP, "expandedRowIdx", &c->idx, p->N, 0, lo, shi, (uint64_t *)ws);
+        aclnnStatus rc = mf_check_index(p->op, p->idx_name, &c->idx, p->N, 0, lo, shi, (uint64_t *)ws);
         if (rc != ACLNN_SUCCESS) return rc;
     }
     /* bias[expertIdx] is read for kept slots only (CANN skips a dropped
@@ -131,7 +131,7 @@ static aclnnStatus check_values(const fwd_ctx *c, void *ws) {
             const int32_t e = mf_small_i32(&c->eidx, r, k);
             if (d >= 0 && d < p->D0 && (e < 0 || e >= p->E))
                 return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: expertIdxOptional[%lld][%lld] = %d is out of range [0, %lld)",
-                               OP, (long long)r, (long long)k, (int)e, (long long)p->E);
+                               p->op, (long long)r, (long long)k, (int)e, (long long)p->E);
         }
     return ACLNN_SUCCESS;
 }
@@ -139,7 +139,7 @@ static aclnnStatus check_values(const fwd_ctx *c, void *ws) {
 aclnnStatus mf_fwd_run(const void *vplan, const aclTensor *const *t, void *workspace) {
     const fwd_plan *p = vplan;
     if (p->empty) return ACLNN_SUCCESS;
-    aclnnStatus rc = mf_isa_check(OP);
+    aclnnStatus rc = mf_isa_check(p->op);
     if (rc != ACLNN_SUCCESS) return rc;
     char *ws = mf_align64(workspace);
     fwd_ctx c;

@@ -15,10 +15,12 @@ enum { G_GY, G_IDX, G_X, G_SCALES, G_EIDX, G_BIAS, G_GX, G_GS, G_NT };
 
 /* What phase 1 decided; phase 2 binds it to the executor's tensors. */
 typedef struct grad_plan {
-    bool empty;                 /* every output is empty: phase 2 does nothing */
+    bool empty;
+    const char *op, *idx_name, *x_name; /* for phase-2 messages: the operator and its parameter names */                 /* every output is empty: phase 2 does nothing */
     int mode;                   /* dropPadMode: 0 dropless, 1 drop-pad */
     bool has_scales, has_bias;  /* bias counts only with scales (CANN ignores it otherwise) */
     bool strict;                /* MOEFR_STRICT=1 at phase 1: the documented index checks */
+    bool neg_error;             /* a negative index is 161002, not a dropped slot (TokenUnpermuteGrad, A2/A3) */
     int64_t R, K, H, N;         /* N = R*K entries of expandedRowIdx */
     int64_t D0;                 /* rows of gradExpandedXOut; kept d is in [0, D0) */
     int64_t rows;               /* min(D0, 2^31): the rows an int32 index can name */
@@ -37,5 +39,15 @@ typedef struct grad_plan {
 } grad_plan;
 
 aclnnStatus mf_grad_run(const void *plan, const aclTensor *const *t, void *workspace);
+
+/* Phase 1 in parts, for the operators CANN runs as FinalizeRoutingV2Grad
+ * (TokenUnpermuteGrad): the tiling checks over t[G_NT] naming def's
+ * operator and parameters (fills R, K, H, N, D0, E); and the rest of phase 1
+ * once mode, has_scales, has_bias, neg_error are set in *p. */
+struct mf_op_def;
+aclnnStatus mf_grad_check_shapes(const struct mf_op_def *def, const aclTensor *const *t, int64_t mode, int64_t active,
+                                 int64_t en, int64_t ec, grad_plan *p);
+aclnnStatus mf_grad_finish(const struct mf_op_def *def, const aclTensor *const *t, grad_plan *p, unsigned unused,
+                           uint64_t *workspaceSize, aclOpExecutor **executor);
 
 #endif /* MOEFR_OPS_GRAD_GRAD_H_ */

@@ -29,18 +29,17 @@ static const mf_dtcol COLS_A2[] = {COL(ACL_FLOAT16, ACL_FLOAT16), COL(ACL_FLOAT,
 #undef COL
 static const mf_op_def DEF = {OP, MF_OP_GRAD, 6, 2, NAMES, FLAGS, COLS_950, 9, COLS_A2, 3};
 
-static aclnnStatus need_rank(const char *name, const aclTensor *t, int rank) {
-    return mf_check_rank(OP, TILING, name, t, rank);
-}
-static aclnnStatus need_dim(const char *name, const aclTensor *t, int dim, int64_t want) {
-    return mf_check_dim(OP, TILING, name, t, dim, want);
-}
-static aclnnStatus need_numel(const char *name, const aclTensor *t, int64_t want) {
+/* The tiling checks name the calling operator and its parameters
+ * (TokenUnpermuteGrad reaches them through its Ascend 950 translation). */
+#define need_rank(i, t, rank) mf_check_rank(op, TILING, nm[i], t, rank)
+#define need_dim(i, t, dim, want) mf_check_dim(op, TILING, nm[i], t, dim, want)
+static aclnnStatus need_numel_(const char *op, const char *name, const aclTensor *t, int64_t want) {
     if (t->numel != want)
-        return mf_fail(TILING, "%s: %s must hold R*K = %lld elements, got %lld", OP, name, (long long)want,
+        return mf_fail(TILING, "%s: %s must hold R*K = %lld elements, got %lld", op, name, (long long)want,
                        (long long)t->numel);
     return ACLNN_SUCCESS;
 }
+#define need_numel(i, t, want) need_numel_(op, nm[i], t, want)
 
 /* dim0 * dim1 == want (a 3-D tensor with dim2 = 0 may have a huge product). */
 static bool dims01_are(const aclTensor *t, int64_t want) {
@@ -51,81 +50,82 @@ static bool dims01_are(const aclTensor *t, int64_t want) {
 /* CANN's tiling (moe_finalize_routing_v2_grad_tiling.cpp), in its order:
  * optional companions, attributes, required inputs, the inputs scales brings,
  * then the outputs. Fills R, K, H, N, D0, E of p. */
-static aclnnStatus check_shapes(const aclTensor *const *t, int64_t mode, int64_t active, int64_t en, int64_t ec,
-                                grad_plan *p) {
+aclnnStatus mf_grad_check_shapes(const mf_op_def *def, const aclTensor *const *t, int64_t mode, int64_t active,
+                                 int64_t en, int64_t ec, grad_plan *p) {
+    const char *const op = def->name, *const *nm = def->names;
     const aclTensor *gy = t[G_GY], *idx = t[G_IDX], *x = t[G_X], *sc = t[G_SCALES], *ei = t[G_EIDX],
                     *bias = t[G_BIAS], *gx = t[G_GX], *gs = t[G_GS];
-    if (sc && !x) return mf_fail(TILING, "%s: scalesOptional is given, so expandedXOptional must be too", OP);
+    if (sc && !x) return mf_fail(TILING, "%s: %s is given, so %s must be too", op, nm[G_SCALES], nm[G_X]);
     if (sc && bias && !ei)
-        return mf_fail(TILING, "%s: biasOptional is given, so expertIdxOptional must be too", OP);
+        return mf_fail(TILING, "%s: %s is given, so %s must be too", op, nm[G_BIAS], nm[G_EIDX]);
     if (mode != 0 && mode != 1)
-        return mf_fail(TILING, "%s: dropPadMode must be 0 or 1, got %lld", OP, (long long)mode);
+        return mf_fail(TILING, "%s: dropPadMode must be 0 or 1, got %lld", op, (long long)mode);
     if (mode == 1 && (en <= 0 || ec <= 0))
         return mf_fail(TILING, "%s: dropPadMode 1 needs expertNum > 0 and expertCapacity > 0, got %lld and %lld",
-                       OP, (long long)en, (long long)ec);
-    TRY(need_rank("gradY", gy, 2));
-    TRY(need_rank("expandedRowIdx", idx, 1));
+                       op, (long long)en, (long long)ec);
+    TRY(need_rank(G_GY, gy, 2));
+    TRY(need_rank(G_IDX, idx, 1));
     const int64_t R = gy->dims[0], H = gy->dims[1], N = idx->dims[0];
     /* activeNum <= 0 or >= R*K means every entry (CANN checks no sign). */
     int64_t D0 = N;
     const int xrank = mode == 1 ? 3 : 2;
     if (mode == 0 && active > 0 && active < N) D0 = active;
     if (mode == 1 && !mf_mul_ok(en, ec, &D0))
-        return mf_fail(TILING, "%s: expertNum*expertCapacity overflows int64", OP);
+        return mf_fail(TILING, "%s: expertNum*expertCapacity overflows int64", op);
     int64_t K = 1, E = 0;
     if (sc) {
-        TRY(need_rank("expandedXOptional", x, xrank));
-        TRY(need_rank("scalesOptional", sc, 2));
+        TRY(need_rank(G_X, x, xrank));
+        TRY(need_rank(G_SCALES, sc, 2));
         if (bias) {
-            TRY(need_rank("expertIdxOptional", ei, 2));
-            TRY(need_rank("biasOptional", bias, 2));
+            TRY(need_rank(G_EIDX, ei, 2));
+            TRY(need_rank(G_BIAS, bias, 2));
         }
         if (xrank == 2) {
-            TRY(need_dim("expandedXOptional", x, 0, D0));
+            TRY(need_dim(G_X, x, 0, D0));
         } else if (!dims01_are(x, D0)) {
-            return mf_fail(TILING, "%s: expandedXOptional dim0*dim1 must be expertNum*expertCapacity = %lld, got %lld*%lld",
-                           OP, (long long)D0, (long long)x->dims[0], (long long)x->dims[1]);
+            return mf_fail(TILING, "%s: %s dim0*dim1 must be expertNum*expertCapacity = %lld, got %lld*%lld",
+                           op, nm[G_X], (long long)D0, (long long)x->dims[0], (long long)x->dims[1]);
         }
-        TRY(need_dim("expandedXOptional", x, xrank - 1, H));
-        TRY(need_dim("scalesOptional", sc, 0, R));
+        TRY(need_dim(G_X, x, xrank - 1, H));
+        TRY(need_dim(G_SCALES, sc, 0, R));
         if (sc->numel != N)
-            return mf_fail(TILING, "%s: scalesOptional must hold as many elements as expandedRowIdx (%lld), got %lld",
-                           OP, (long long)N, (long long)sc->numel);
+            return mf_fail(TILING, "%s: %s must hold as many elements as %s (%lld), got %lld",
+                           op, nm[G_SCALES], nm[G_IDX], (long long)N, (long long)sc->numel);
         K = sc->dims[1];
         if (bias) {
-            TRY(need_dim("expertIdxOptional", ei, 0, R));
-            TRY(need_numel("expertIdxOptional", ei, N));
+            TRY(need_dim(G_EIDX, ei, 0, R));
+            TRY(need_numel(G_EIDX, ei, N));
             E = bias->dims[0];
-            if (E <= 0) return mf_fail(TILING, "%s: biasOptional dim0 must be > 0, got %lld", OP, (long long)E);
-            if (mode == 1) TRY(need_dim("biasOptional", bias, 0, en));
-            TRY(need_dim("biasOptional", bias, 1, H));
+            if (E <= 0) return mf_fail(TILING, "%s: %s dim0 must be > 0, got %lld", op, nm[G_BIAS], (long long)E);
+            if (mode == 1) TRY(need_dim(G_BIAS, bias, 0, en));
+            TRY(need_dim(G_BIAS, bias, 1, H));
         }
     } else if (R != N) {
-        return mf_fail(TILING, "%s: without scalesOptional K is 1, so expandedRowIdx dim0 must be gradY dim0 = %lld, got %lld",
-                       OP, (long long)R, (long long)N);
+        return mf_fail(TILING, "%s: without %s K is 1, so %s dim0 must be %s dim0 = %lld, got %lld",
+                       op, nm[G_SCALES], nm[G_IDX], nm[G_GY], (long long)R, (long long)N);
     }
     if (gx->ndim != 2 && gx->ndim != 3)
-        return mf_fail(TILING, "%s: gradExpandedXOut must be 2-D or 3-D, got %d-D", OP, (int)gx->ndim);
+        return mf_fail(TILING, "%s: %s must be 2-D or 3-D, got %d-D", op, nm[G_GX], (int)gx->ndim);
     if (mode == 0) { /* CANN compares dim0 and dim1 only, whatever the rank */
-        TRY(need_dim("gradExpandedXOut", gx, 0, D0));
-        TRY(need_dim("gradExpandedXOut", gx, 1, H));
+        TRY(need_dim(G_GX, gx, 0, D0));
+        TRY(need_dim(G_GX, gx, 1, H));
     } else {
         char buf[160];
         if (gx->ndim != 3 || !dims01_are(gx, D0))
-            return mf_fail(TILING, "%s: gradExpandedXOut must be 3-D with dim0*dim1 = expertNum*expertCapacity = %lld, got %d-D %s",
-                           OP, (long long)D0, (int)gx->ndim, mf_shape_str(gx, buf, sizeof buf));
-        TRY(need_dim("gradExpandedXOut", gx, 2, H));
+            return mf_fail(TILING, "%s: %s must be 3-D with dim0*dim1 = expertNum*expertCapacity = %lld, got %d-D %s",
+                           op, nm[G_GX], (long long)D0, (int)gx->ndim, mf_shape_str(gx, buf, sizeof buf));
+        TRY(need_dim(G_GX, gx, 2, H));
     }
     if (sc) {
-        TRY(need_dim("gradScalesOut", gs, 0, R));
-        TRY(need_numel("gradScalesOut", gs, N));
-        TRY(need_rank("gradScalesOut", gs, 2));
+        TRY(need_dim(G_GS, gs, 0, R));
+        TRY(need_numel(G_GS, gs, N));
+        TRY(need_rank(G_GS, gs, 2));
     }
     /* CANN writes D0 rows of H at row stride H: a 3-D (D0, H, 0) output in
      * mode 0 has no room for them (docs/CANN_COMPAT.md). */
     int64_t need;
     if (!mf_mul_ok(D0, H, &need) || gx->numel < need)
-        return mf_fail(TILING, "%s: gradExpandedXOut holds %lld elements but %lld rows of %lld are written", OP,
+        return mf_fail(TILING, "%s: %s holds %lld elements but %lld rows of %lld are written", op, nm[G_GX],
                        (long long)gx->numel, (long long)D0, (long long)H);
     p->R = R; p->K = K; p->H = H; p->N = N; p->D0 = D0; p->E = E;
     return ACLNN_SUCCESS;
@@ -152,14 +152,25 @@ aclnnStatus aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize(
         pl.empty = true;
         return mf_op_publish(&DEF, t, unused, &pl, sizeof pl, mf_grad_run, 0, workspaceSize, executor);
     }
-    TRY(check_shapes(t, dropPadMode, activeNum, expertNum, expertCapacity, &pl));
-
+    TRY(mf_grad_check_shapes(&DEF, t, dropPadMode, activeNum, expertNum, expertCapacity, &pl));
     pl.mode = (int)dropPadMode;
+    return mf_grad_finish(&DEF, t, &pl, unused, workspaceSize, executor);
+}
+
+aclnnStatus mf_grad_finish(const mf_op_def *def, const aclTensor *const *t, grad_plan *p, unsigned unused,
+                           uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const char *const OPN = def->name;
+    grad_plan pl = *p;
+    pl.op = def->name;
+    pl.idx_name = def->names[G_IDX];
+    pl.x_name = def->names[G_X];
+    const aclTensor *gradY = t[G_GY], *expandedXOptional = t[G_X], *biasOptional = t[G_BIAS],
+                    *gradScalesOut = t[G_GS];
     pl.strict = mf_index_strict();
     pl.dtype = gradY->dtype;
     pl.dt = mf_dt_of(gradY->dtype);
     pl.es = mf_dtype_size(gradY->dtype);
-    pl.gs_dtype = gradScalesOut->dtype;
+    pl.gs_dtype = gradScalesOut ? gradScalesOut->dtype : gradY->dtype;
     /* int32 indices name rows below 2^31 only; rows above are never named */
     pl.rows = pl.D0 < ((int64_t)1 << 31) ? pl.D0 : ((int64_t)1 << 31);
     pl.strict_hi = pl.mode == 0 ? pl.N : pl.D0;
@@ -169,7 +180,7 @@ aclnnStatus aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize(
     uint64_t used = 0;
     const int64_t H = pl.H, row_bytes = H * (int64_t)pl.es;
     if (pl.N > INT32_MAX)
-        return mf_fail(TILING, "%s: expandedRowIdx has %lld entries; moefr handles at most 2^31 - 1", OP,
+        return mf_fail(TILING, "%s: %s has %lld entries; moefr handles at most 2^31 - 1", OPN, def->names[G_IDX],
                        (long long)pl.N);
     if (pl.N > 0 && H > 0) pl.ws_owner = mf_carve(&used, (uint64_t)pl.rows * 4);
     if (pl.strict && pl.N > 0) {
@@ -198,11 +209,11 @@ aclnnStatus aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize(
         int64_t bytes;
         if (packed[i] == NULL) continue;
         if (!mf_mul_ok(packed[i]->numel, (int64_t)pl.es, &bytes) || bytes > (INT64_MAX >> 2))
-            return mf_fail(TILING, "%s: workspace to pack a strided input overflows", OP);
+            return mf_fail(TILING, "%s: workspace to pack a strided input overflows", OPN);
         *offs[i] = mf_carve(&used, (uint64_t)bytes);
     }
     pl.ws_bytes = used;
-    return mf_op_publish(&DEF, t, unused, &pl, sizeof pl, mf_grad_run, mf_workspace_with_slack(used), workspaceSize,
+    return mf_op_publish(def, t, unused, &pl, sizeof pl, mf_grad_run, mf_workspace_with_slack(used), workspaceSize,
                          executor);
 }
 

@@ -9,7 +9,6 @@
 
 #include "ops/grad/grad.h"
 
-static const char OP[] = "aclnnMoeFinalizeRoutingV2Grad";
 
 /* A tile of gradY stays in L1 while the K slots of its token stream past it. */
 #define MF_TILE_BYTES 8192
@@ -298,13 +297,13 @@ static void grad_unowned(void *vctx, int64_t r0, int64_t r1) {
 static aclnnStatus check_strict(const grad_ctx *c, void *ws) {
     const grad_plan *p = c->p;
     const int64_t bits = p->strict_hi < ((int64_t)1 << 31) ? p->strict_hi : ((int64_t)1 << 31);
-    return mf_check_index(OP, "expandedRowIdx", &c->idx, p->N, 0, -1, bits, (uint64_t *)ws);
+    return mf_check_index(p->op, p->idx_name, &c->idx, p->N, 0, -1, bits, (uint64_t *)ws);
 }
 
 aclnnStatus mf_grad_run(const void *vplan, const aclTensor *const *t, void *workspace) {
     const grad_plan *p = vplan;
     if (p->empty) return ACLNN_SUCCESS;
-    aclnnStatus rc = mf_isa_check(OP);
+    aclnnStatus rc = mf_isa_check(p->op);
     if (rc != ACLNN_SUCCESS) return rc;
     /* MOEFR_LOG_LEVEL=debug reports what the value checks cost (SPEC: phase 2
      * validates everything before it writes; the issue caps that at 3 %). */
@@ -332,8 +331,14 @@ aclnnStatus mf_grad_run(const void *vplan, const aclTensor *const *t, void *work
         rc = check_strict(&c, ws + p->ws_bitmap);
         if (rc != ACLNN_SUCCESS) return rc;
     }
+    for (int64_t i = 0; p->neg_error && i < p->N; i++) {
+        const int32_t d = entry(&c, i);
+        if (d < 0)
+            return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s[%lld] = %d is negative (rows at or past %lld drop a slot)",
+                           p->op, p->idx_name, (long long)i, (int)d, (long long)p->D0);
+    }
     if (p->has_bias) { /* CANN reads bias[expertIdx] unchecked, for dropped slots too */
-        rc = mf_check_range_2d(OP, "expertIdxOptional", &c.eidx, p->R, p->K, p->E);
+        rc = mf_check_range_2d(p->op, "expertIdxOptional", &c.eidx, p->R, p->K, p->E);
         if (rc != ACLNN_SUCCESS) return rc;
     }
     /* From here on every value read is in bounds: outputs may be written. */
@@ -374,7 +379,7 @@ aclnnStatus mf_grad_run(const void *vplan, const aclTensor *const *t, void *work
         double all = (double)(t2.tv_sec - t0.tv_sec) * 1e3 + (double)(t2.tv_nsec - t0.tv_nsec) * 1e-6;
         mf_log(MF_LOG_DEBUG, "%s: R=%lld K=%lld H=%lld: value checks %.3f ms of %.3f ms (%.2f %%), %s, nt=%d, "
                "prefetch=%d, by_row=%d",
-               OP, (long long)p->R, (long long)p->K, (long long)p->H, v, all, all > 0 ? 100.0 * v / all : 0.0,
+               p->op, (long long)p->R, (long long)p->K, (long long)p->H, v, all, all > 0 ? 100.0 * v / all : 0.0,
                c.uk->isa, c.nt, c.prefetch, (int)p->by_row);
     }
     return ACLNN_SUCCESS;

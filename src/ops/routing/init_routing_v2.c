@@ -15,7 +15,13 @@ static const char OP[] = "aclnnMoeInitRoutingV2";
         if (rc_ != ACLNN_SUCCESS) return rc_; \
     } while (0)
 
-enum { S_X, S_EIDX, S_EX, S_ROW, S_CNT, S_BEFORE, S_NT };
+#define S_X MF_IR_X
+#define S_EIDX MF_IR_EIDX
+#define S_EX MF_IR_EX
+#define S_ROW MF_IR_ROW
+#define S_CNT MF_IR_CNT
+#define S_BEFORE MF_IR_BEFORE
+#define S_NT MF_IR_NT
 static const char *const NAMES[S_NT] = {"x",        "expertIdx", "expandedXOut", "expandedRowIdxOut",
                                         "expertTokensCountOrCumsumOutOptional",
                                         "expertTokensBeforeCapacityOutOptional"};
@@ -32,82 +38,71 @@ static const mf_dtcol COLS_A2[] = {COL(ACL_FLOAT16, I32), COL(ACL_BF16, I32), CO
 #undef COL
 static const mf_op_def DEF = {OP, MF_OP_INIT_ROUTING_V2, 2, 4, NAMES, FLAGS, COLS_950, 6, COLS_A2, 3};
 
-typedef struct ir_plan {
-    bool empty;
-    bool drop_pad;
-    int count_flag;   /* 0 none, 1 cumsum, 2 count (dropless only) */
-    bool before_flag; /* drop-pad only */
-    int64_t N, K, T, H, A, E, C;
-    int64_t key_hi; /* expert ids must be below this */
-    size_t es;
-    uint64_t ws_key, ws_perm, ws_counts, ws_map, ws_sort, ws_bytes;
-} ir_plan;
 
-static aclnnStatus need_rank(const char *name, const aclTensor *t, int rank) {
-    return mf_check_rank(OP, TILING, name, t, rank);
-}
-static aclnnStatus need_dim(const char *name, const aclTensor *t, int dim, int64_t want) {
-    return mf_check_dim(OP, TILING, name, t, dim, want);
-}
+/* The tiling checks name the calling operator and its parameters (TokenPermute
+ * reaches them through its Ascend 950 translation). */
+#define need_rank(i, t, rank) mf_check_rank(def->name, TILING, def->names[i], t, rank)
+#define need_dim(i, t, dim, want) mf_check_dim(def->name, TILING, def->names[i], t, dim, want)
 
 /* CheckTokenCount: a flagged count output is given, 1-D, expertNum long. */
-static aclnnStatus check_count_out(const char *name, const aclTensor *t, int64_t E) {
-    if (t == NULL) return mf_fail(TILING, "%s: %s is NULL but its flag asks for it", OP, name);
-    TRY(need_rank(name, t, 1));
-    return need_dim(name, t, 0, E);
+static aclnnStatus check_count_out(const mf_op_def *def, int i, const aclTensor *t, int64_t E) {
+    if (t == NULL) return mf_fail(TILING, "%s: %s is NULL but its flag asks for it", def->name, def->names[i]);
+    TRY(need_rank(i, t, 1));
+    return need_dim(i, t, 0, E);
 }
 
-static aclnnStatus check_shapes(const aclTensor *const *t, int64_t activeNum, int64_t C, int64_t E, int64_t mode,
-                                int64_t cflag, bool bflag, ir_plan *p) {
+aclnnStatus mf_ir_check_shapes(const mf_op_def *def, const aclTensor *const *t, int64_t activeNum, int64_t C,
+                               int64_t E, int64_t mode, int64_t cflag, bool bflag, mf_route_plan *p) {
+    const char *const op = def->name, *const *nm = def->names;
     const aclTensor *x = t[S_X], *ei = t[S_EIDX], *ex = t[S_EX], *row = t[S_ROW];
     const bool a2 = mf_soc_strict();
-    TRY(need_rank("x", x, 2));
+    TRY(need_rank(S_X, x, 2));
     const int64_t ei0 = ei->ndim >= 1 ? ei->dims[0] : -1;
     if (x->dims[0] != ei0)
-        return mf_fail(TILING, "%s: x dim0 (%lld) and expertIdx dim0 (%lld) must be equal", OP,
-                       (long long)x->dims[0], (long long)ei0);
-    if (C < 0) return mf_fail(TILING, "%s: expertCapacity must be >= 0, got %lld", OP, (long long)C);
-    if (E < 0) return mf_fail(TILING, "%s: expertNum must be >= 0, got %lld", OP, (long long)E);
-    if (mode < 0 || mode > 1) return mf_fail(TILING, "%s: dropPadMode must be 0 or 1, got %lld", OP, (long long)mode);
+        return mf_fail(TILING, "%s: %s dim0 (%lld) and %s dim0 (%lld) must be equal", op, nm[S_X],
+                       (long long)x->dims[0], nm[S_EIDX], (long long)ei0);
+    if (C < 0) return mf_fail(TILING, "%s: expertCapacity must be >= 0, got %lld", op, (long long)C);
+    if (E < 0) return mf_fail(TILING, "%s: expertNum must be >= 0, got %lld", op, (long long)E);
+    if (mode < 0 || mode > 1) return mf_fail(TILING, "%s: dropPadMode must be 0 or 1, got %lld", op, (long long)mode);
     if (mode == 1 && (C < 1 || E < 1))
-        return mf_fail(TILING, "%s: dropPadMode 1 needs expertCapacity > 0 and expertNum > 0, got %lld and %lld", OP,
+        return mf_fail(TILING, "%s: dropPadMode 1 needs expertCapacity > 0 and expertNum > 0, got %lld and %lld", op,
                        (long long)C, (long long)E);
     if (cflag < 0 || cflag > 2)
-        return mf_fail(TILING, "%s: expertTokensCountOrCumsumFlag must be 0, 1 or 2, got %lld", OP, (long long)cflag);
+        return mf_fail(TILING, "%s: expertTokensCountOrCumsumFlag must be 0, 1 or 2, got %lld", op, (long long)cflag);
     if (cflag > 0 && E <= 0)
-        return mf_fail(TILING, "%s: expertTokensCountOrCumsumFlag %lld needs expertNum > 0, got %lld", OP,
+        return mf_fail(TILING, "%s: expertTokensCountOrCumsumFlag %lld needs expertNum > 0, got %lld", op,
                        (long long)cflag, (long long)E);
     if (mode == 1 && C > x->dims[0])
-        return mf_fail(TILING, "%s: expertCapacity (%lld) must be <= x dim0 (%lld) in dropPadMode 1", OP, (long long)C,
+        return mf_fail(TILING, "%s: expertCapacity (%lld) must be <= %s dim0 (%lld) in dropPadMode 1", op, (long long)C, nm[S_X],
                        (long long)x->dims[0]);
     if (mode == 1) cflag = 0; /* CANN: no count output in drop/pad mode */
     else bflag = false;       /* nor a before-capacity output without it */
     int64_t K;
     if (!a2) {
         if (ei->ndim != 1 && ei->ndim != 2)
-            return mf_fail(TILING, "%s: expertIdx must be 1-D or 2-D, got %d-D", OP, (int)ei->ndim);
+            return mf_fail(TILING, "%s: %s must be 1-D or 2-D, got %d-D", op, nm[S_EIDX], (int)ei->ndim);
         K = ei->ndim == 2 ? ei->dims[1] : 1;
     } else {
         if (activeNum < 0)
-            return mf_fail(TILING, "%s: activeNum must be >= 0, got %lld (MOEFR_SOC=ascend910b)", OP,
+            return mf_fail(TILING, "%s: activeNum must be >= 0, got %lld (MOEFR_SOC=ascend910b)", op,
                            (long long)activeNum);
-        TRY(need_rank("expertIdx", ei, 2));
+        TRY(need_rank(S_EIDX, ei, 2));
         K = ei->dims[1];
     }
     const int64_t N = x->dims[0], H = x->dims[1];
     int64_t T;
     if (!mf_mul_ok(N, K, &T) || T > INT32_MAX)
-        return mf_fail(TILING, "%s: N*K = %lld*%lld must fit int32 (expandedRowIdxOut values)", OP, (long long)N,
-                       (long long)K);
+        return mf_fail(TILING, "%s: N*K = %lld*%lld must fit int32 (%s values)", op, (long long)N,
+                       (long long)K, nm[S_ROW]);
     /* CheckOutShape */
     int64_t A = 0;
     if (mode == 1) {
-        TRY(need_rank("expandedXOut", ex, 3));
-        TRY(need_dim("expandedXOut", ex, 0, E));
-        TRY(need_dim("expandedXOut", ex, 1, C));
-        TRY(need_dim("expandedXOut", ex, 2, H));
+        TRY(need_rank(S_EX, ex, 3));
+        TRY(need_dim(S_EX, ex, 0, E));
+        TRY(need_dim(S_EX, ex, 1, C));
+        TRY(need_dim(S_EX, ex, 2, H));
     } else {
-        TRY(need_rank("expandedXOut", ex, 2));
+        TRY(need_rank(S_EX, ex, 2));
         if (a2) {
             A = activeNum == 0 ? T : (activeNum < T ? activeNum : T);
         } else {
@@ -115,16 +110,16 @@ static aclnnStatus check_shapes(const aclTensor *const *t, int64_t activeNum, in
             A = A < T ? A : T;
             A = A > 0 ? A : 0;
         }
-        TRY(need_dim("expandedXOut", ex, 0, A));
-        TRY(need_dim("expandedXOut", ex, 1, H));
+        TRY(need_dim(S_EX, ex, 0, A));
+        TRY(need_dim(S_EX, ex, 1, H));
     }
-    TRY(need_rank("expandedRowIdxOut", row, 1));
-    TRY(need_dim("expandedRowIdxOut", row, 0, T));
-    if (cflag != 0) TRY(check_count_out(NAMES[S_CNT], t[S_CNT], E));
-    if (bflag) TRY(check_count_out(NAMES[S_BEFORE], t[S_BEFORE], E));
+    TRY(need_rank(S_ROW, row, 1));
+    TRY(need_dim(S_ROW, row, 0, T));
+    if (cflag != 0) TRY(check_count_out(def, S_CNT, t[S_CNT], E));
+    if (bflag) TRY(check_count_out(def, S_BEFORE, t[S_BEFORE], E));
     int64_t EC;
     if (mode == 1 && (!mf_mul_ok(E, C, &EC) || EC > INT32_MAX))
-        return mf_fail(TILING, "%s: expertNum*expertCapacity = %lld*%lld must fit int32", OP, (long long)E,
+        return mf_fail(TILING, "%s: expertNum*expertCapacity = %lld*%lld must fit int32", op, (long long)E,
                        (long long)C);
     p->drop_pad = mode == 1;
     p->count_flag = (int)cflag;
@@ -134,12 +129,6 @@ static aclnnStatus check_shapes(const aclTensor *const *t, int64_t activeNum, in
      * count; otherwise CANN only requires them >= 0 */
     p->key_hi = p->drop_pad || cflag != 0 ? E : MF_SORT_KEY_MAX;
     return ACLNN_SUCCESS;
-}
-
-static uint64_t carve(uint64_t *used, uint64_t bytes) {
-    uint64_t at = *used;
-    *used += (bytes + 63) & ~(uint64_t)63;
-    return at;
 }
 
 static aclnnStatus ir_run(const void *plan, const aclTensor *const *t, void *workspace);
@@ -153,90 +142,40 @@ aclnnStatus aclnnMoeInitRoutingV2GetWorkspaceSize(
     const aclTensor *t[S_NT] = {x,           expertIdx, expandedXOut, expandedRowIdxOut,
                                 expertTokensCountOrCumsumOutOptional, expertTokensBeforeCapacityOutOptional};
     TRY(mf_op_check(&DEF, t, workspaceSize, executor));
-    ir_plan pl;
+    mf_route_plan pl;
     memset(&pl, 0, sizeof pl);
     if (mf_op_outputs_empty(&DEF, t)) { /* CANN's engine: nothing to do, no tiling */
         pl.empty = true;
         return mf_op_publish(&DEF, t, 0, &pl, sizeof pl, ir_run, 0, workspaceSize, executor);
     }
-    TRY(check_shapes(t, activeNum, expertCapacity, expertNum, dropPadMode, expertTokensCountOrCumsumFlag,
-                     expertTokensBeforeCapacityFlag, &pl));
+    TRY(mf_ir_check_shapes(&DEF, t, activeNum, expertCapacity, expertNum, dropPadMode,
+                           expertTokensCountOrCumsumFlag, expertTokensBeforeCapacityFlag, &pl));
     pl.es = mf_dtype_size(x->dtype);
-    /* workspace: keys, the sorted positions, per-expert counts, the drop/pad
-     * destination map, the sort's scratch */
-    uint64_t used = 0;
-    const int64_t T = pl.T;
-    const bool counted = pl.key_hi != MF_SORT_KEY_MAX;
-    pl.ws_key = carve(&used, (uint64_t)T * 4);
-    pl.ws_perm = carve(&used, (uint64_t)T * 4);
-    if (counted) {
-        if (pl.E > (INT64_MAX >> 5)) return mf_fail(TILING, "%s: workspace for expertNum counts overflows", OP);
-        pl.ws_counts = carve(&used, (uint64_t)pl.E * 8);
-    }
-    if (pl.drop_pad) pl.ws_map = carve(&used, (uint64_t)(pl.E * pl.C) * 4);
-    pl.ws_sort = carve(&used, mf_sort_scratch_bytes(T, counted ? (pl.E > 0 ? pl.E : 1) : MF_SORT_KEY_MAX));
-    pl.ws_bytes = used;
+    TRY(mf_route_layout(OP, &pl, 0));
     /* count outputs the flags do not ask for are not written (CANN ignores them) */
     unsigned unused = 0;
     if (pl.count_flag == 0 && expertTokensCountOrCumsumOutOptional) unused |= 1u << S_CNT;
     if (!pl.before_flag && expertTokensBeforeCapacityOutOptional) unused |= 1u << S_BEFORE;
-    return mf_op_publish(&DEF, t, unused, &pl, sizeof pl, ir_run, mf_workspace_with_slack(used), workspaceSize,
+    return mf_op_publish(&DEF, t, unused, &pl, sizeof pl, ir_run, mf_workspace_with_slack(pl.ws_bytes), workspaceSize,
                          executor);
 }
 
 static aclnnStatus ir_run(const void *plan, const aclTensor *const *t, void *workspace) {
-    const ir_plan *p = plan;
+    const mf_route_plan *p = plan;
     if (p->empty) return ACLNN_SUCCESS;
     TRY(mf_isa_check(OP));
     char *ws = mf_align64(workspace);
-    const int64_t T = p->T, E = p->E, C = p->C;
-    uint32_t *key = (uint32_t *)(ws + p->ws_key);
-    int32_t *perm = (int32_t *)(ws + p->ws_perm);
     const bool counted = p->key_hi != MF_SORT_KEY_MAX;
     int64_t *counts = counted ? (int64_t *)(ws + p->ws_counts) : NULL;
     int64_t max_key = 0;
     /* every id is checked before anything is written */
-    TRY(mf_read_expert_keys(OP, "expertIdx", t[S_EIDX], p->N, p->K, p->key_hi, key, counts, &max_key));
-    const int64_t key_hi = counted ? (E > 0 ? E : 1) : max_key + 1;
-    mf_sort_by_key(key, T, key_hi, perm, ws + p->ws_sort, NULL);
-
-    int32_t *row = (int32_t *)mf_tensor_base(t[S_ROW]);
+    TRY(mf_read_expert_keys(OP, "expertIdx", t[S_EIDX], p->N, p->K, p->key_hi, (uint32_t *)(ws + p->ws_key), counts,
+                            &max_key));
     const mf_rows xv = mf_rows_of(t[S_X]);
-    char *ex = mf_tensor_base(t[S_EX]);
-    if (!p->drop_pad) {
-        for (int64_t i = 0; i < T; i++) row[perm[i]] = (int32_t)i;
-        mf_gather_rows(&xv, p->H, p->es, perm, p->K, p->A, ex);
-        if (p->count_flag != 0) {
-            int32_t *out = (int32_t *)mf_tensor_base(t[S_CNT]);
-            int64_t run = 0;
-            for (int64_t e = 0; e < E; e++) {
-                run += counts[e];
-                out[e] = (int32_t)(p->count_flag == 1 ? run : counts[e]);
-            }
-        }
-        return ACLNN_SUCCESS;
-    }
-    /* drop/pad: sorted position i of expert e is its slot s = i - start(e) */
-    int32_t *map = (int32_t *)(ws + p->ws_map);
-    int64_t i = 0;
-    for (int64_t e = 0; e < E; e++) {
-        const int64_t n = counts[e];
-        for (int64_t s = 0; s < n; s++, i++) {
-            const int32_t j = perm[i];
-            if (s < C) {
-                map[e * C + s] = j;
-                row[j] = (int32_t)(e * C + s);
-            } else {
-                row[j] = -1;
-            }
-        }
-        for (int64_t s = n; s < C; s++) map[e * C + s] = -1;
-    }
-    mf_gather_rows(&xv, p->H, p->es, map, p->K, E * C, ex);
-    if (p->before_flag) {
-        int32_t *out = (int32_t *)mf_tensor_base(t[S_BEFORE]);
-        for (int64_t e = 0; e < E; e++) out[e] = (int32_t)counts[e];
-    }
+    int32_t *cnt = !p->drop_pad && p->count_flag != 0 ? (int32_t *)mf_tensor_base(t[S_CNT]) : NULL;
+    int32_t *before = p->drop_pad && p->before_flag ? (int32_t *)mf_tensor_base(t[S_BEFORE]) : NULL;
+    mf_route_sorted(p, max_key, counts, &xv, mf_tensor_base(t[S_EX]), (int32_t *)mf_tensor_base(t[S_ROW]), cnt, before,
+                    ws);
     return ACLNN_SUCCESS;
 }
 

@@ -5,6 +5,7 @@
 #define MOEFR_OPS_ROUTING_ROUTING_H_
 
 #include "ops/common.h"
+#include "ops/opdef.h"
 #include "ops/sort.h"
 
 /* dst row i (contiguous, H elements of es bytes) = src row map[i] / div,
@@ -20,5 +21,63 @@ void mf_gather_rows(const mf_rows *src, int64_t H, size_t es, const int32_t *map
  * the largest id (0 when T = 0). */
 aclnnStatus mf_read_expert_keys(const char *op, const char *name, const aclTensor *eidx, int64_t N, int64_t K,
                                 int64_t hi, uint32_t *key, int64_t *counts, int64_t *max_key);
+
+/* ---- the forward core: sort, src->dst map, gather, counts ----
+ * InitRoutingV2 and TokenPermute (which CANN runs as InitRoutingV2 on
+ * Ascend 950) share it; each front end checks its own shapes, fills the
+ * plan and reads the ids into sort keys in its own way. */
+typedef struct mf_route_plan {
+    bool empty;
+    bool drop_pad;
+    int count_flag;   /* 0 none, 1 cumsum, 2 count (dropless only) */
+    bool before_flag; /* drop-pad only */
+    int64_t N, K, T, H, A, E, C;
+    int64_t key_hi;   /* ids must be below this (MF_SORT_KEY_MAX: not counted) */
+    size_t es;
+    uint64_t ws_key, ws_perm, ws_counts, ws_map, ws_sort, ws_x, ws_bytes;
+} mf_route_plan;
+
+/* Signature slots of InitRoutingV2 (the translation of TokenPermute on
+ * Ascend 950 fills the same slots). */
+enum { MF_IR_X, MF_IR_EIDX, MF_IR_EX, MF_IR_ROW, MF_IR_CNT, MF_IR_BEFORE, MF_IR_NT };
+/* InitRoutingV2's tiling checks (moe_init_routing_v2_tiling.cpp order) over
+ * t[MF_IR_NT], messages naming def->name and def->names; fills p's shape
+ * fields. */
+aclnnStatus mf_ir_check_shapes(const mf_op_def *def, const aclTensor *const *t, int64_t activeNum, int64_t C,
+                               int64_t E, int64_t mode, int64_t cflag, bool bflag, mf_route_plan *p);
+
+/* Lays out the workspace of p (ws_* offsets, ws_bytes) after `used` bytes
+ * the front end took; 561002 with a message when it overflows. */
+aclnnStatus mf_route_layout(const char *op, mf_route_plan *p, uint64_t used);
+/* With p->T keys in ws + p->ws_key (all < max_key + 1, and < E when
+ * counted; counts the per-id totals when counted): the stable sort, the
+ * src->dst map row[], the gathered rows ex (from x), the count outputs
+ * (cnt, before; NULL when not asked). */
+void mf_route_sorted(const mf_route_plan *p, int64_t max_key, const int64_t *counts, const mf_rows *x, char *ex,
+                     int32_t *row, int32_t *cnt, int32_t *before, char *ws);
+
+/* ---- the backward core: out[r] = sum over kept k of g[idx[r*K + k]] ----
+ * InitRoutingV2Grad and TokenPermuteGrad (InitRoutingV2Grad on Ascend 950). */
+typedef struct mf_route_grad_plan {
+    bool empty;
+    int mode;             /* 1: -1 is a dropped slot; 0: values >= keep_below are */
+    int64_t N, K, H, D0;  /* D0: rows of g */
+    int64_t keep_below;   /* mode 0: values at or past it are skipped (INT64_MAX: none) */
+    int dtype;
+    size_t es;
+} mf_route_grad_plan;
+/* Signature slots of InitRoutingV2Grad, and its tiling checks over them
+ * (moe_init_routing_v2_grad_tiling_base.cpp order); fills p's shape fields. */
+enum { MF_IRG_G, MF_IRG_IDX, MF_IRG_OUT, MF_IRG_NT };
+aclnnStatus mf_irg_check_shapes(const mf_op_def *def, const aclTensor *const *t, int64_t topK, int64_t mode,
+                                int64_t active, mf_route_grad_plan *p);
+/* Workspace bytes the core needs (the N*K index values). */
+static inline uint64_t mf_route_grad_workspace(const mf_route_grad_plan *p) {
+    return mf_workspace_with_slack((uint64_t)(p->N * p->K) * 4);
+}
+/* Phase 2: every kept index checked against [0, D0) (161002 naming idx_name,
+ * nothing written), then out (N, H contiguous) in parallel, fp32 in k order. */
+aclnnStatus mf_route_grad_run(const char *op, const char *idx_name, const mf_route_grad_plan *p, const aclTensor *g,
+                              const aclTensor *idx, char *out, void *workspace);
 
 #endif /* MOEFR_OPS_ROUTING_ROUTING_H_ */

@@ -1,0 +1,182 @@
+/* routing.c - `moefr bench --routing`: the routing data movers against a
+ * memcpy of the same traffic, measured in the same run.
+ *
+ * Bytes counted (the fewest each operator must move):
+ *   InitRoutingV2 / TokenPermute (dropless, every row kept): read T*4 ids,
+ *     read T gathered rows of H and write them, write T*4 row indices:
+ *     2*T*H*es + 8*T;
+ *   TokenUnpermute (with probs): read T rows and T*4 indices and T probs,
+ *     write N rows: (T + N)*H*es + T*(4 + es).
+ * The yardstick copies half those bytes (so it reads and writes as many). Each
+ * operator run (both phases, the sort included) is paired with a copy run
+ * right after it; ratio = the median of the pairs' copy/op time ratios, GB/s
+ * the best run. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "acl/acl.h"
+#include "aclnn/acl_meta.h"
+#include "aclnnop/aclnn_moe_init_routing_v2.h"
+#include "aclnnop/aclnn_moe_token_permute.h"
+#include "aclnnop/aclnn_moe_token_unpermute.h"
+#include "bench/bench.h"
+#include "moefr/moefr.h"
+
+typedef struct rt_prob {
+    int64_t N, K, H, E;
+    aclDataType dt;
+    size_t es;
+    char *x, *ex, *out, *probs;
+    int32_t *eidx, *row, *perm;
+    aclTensor *tx, *te, *tex, *trow, *tperm, *tprobs, *tout;
+} rt_prob;
+
+static uint64_t g_state = 0x9E3779B97F4A7C15ull;
+static uint32_t rnd32(void) {
+    g_state ^= g_state << 13, g_state ^= g_state >> 7, g_state ^= g_state << 17;
+    return (uint32_t)(g_state >> 16);
+}
+
+static aclTensor *mk(int nd, int64_t d0, int64_t d1, aclDataType dt, void *p) {
+    int64_t d[2] = {d0, d1};
+    return aclCreateTensor(d, (uint64_t)nd, dt, NULL, 0, ACL_FORMAT_ND, d, (uint64_t)nd, p);
+}
+
+static int rt_make(rt_prob *p, int64_t N, int64_t K, int64_t H, int64_t E, aclDataType dt) {
+    memset(p, 0, sizeof *p);
+    p->N = N, p->K = K, p->H = H, p->E = E, p->dt = dt, p->es = dt == ACL_FLOAT ? 4 : 2;
+    const int64_t T = N * K;
+    p->x = bench_alloc((size_t)(N * H) * p->es);
+    p->ex = bench_alloc((size_t)(T * H) * p->es);
+    p->out = bench_alloc((size_t)(N * H) * p->es);
+    p->probs = bench_alloc((size_t)T * p->es);
+    p->eidx = bench_alloc((size_t)T * 4);
+    p->row = bench_alloc((size_t)T * 4);
+    p->perm = bench_alloc((size_t)T * 4);
+    if (!p->x || !p->ex || !p->out || !p->probs || !p->eidx || !p->row || !p->perm) return -1;
+    for (int64_t i = 0; i < N * H * (int64_t)p->es; i++) p->x[i] = (char)(rnd32() & 0x3f);
+    memset(p->ex, 0, (size_t)(T * H) * p->es);
+    memset(p->out, 0, (size_t)(N * H) * p->es);
+    for (int64_t i = 0; i < T * (int64_t)p->es; i++) p->probs[i] = (char)(rnd32() & 0x3f);
+    for (int64_t i = 0; i < T; i++) p->eidx[i] = (int32_t)(rnd32() % (uint32_t)E);
+    bench_permutation(p->perm, T);
+    memset(p->row, 0, (size_t)T * 4);
+    p->tx = mk(2, N, H, dt, p->x), p->te = mk(2, N, K, ACL_INT32, p->eidx), p->tex = mk(2, T, H, dt, p->ex);
+    p->trow = mk(1, T, 0, ACL_INT32, p->row), p->tperm = mk(1, T, 0, ACL_INT32, p->perm);
+    p->tprobs = mk(2, N, K, dt, p->probs), p->tout = mk(2, N, H, dt, p->out);
+    return 0;
+}
+
+static void rt_free(rt_prob *p) {
+    aclTensor *t[] = {p->tx, p->te, p->tex, p->trow, p->tperm, p->tprobs, p->tout};
+    for (size_t i = 0; i < sizeof t / sizeof *t; i++)
+        if (t[i]) aclDestroyTensor(t[i]);
+    void *b[] = {p->x, p->ex, p->out, p->probs, p->eidx, p->row, p->perm};
+    for (size_t i = 0; i < sizeof b / sizeof *b; i++) bench_free(b[i]);
+}
+
+enum { OP_INIT, OP_PERMUTE, OP_UNPERMUTE };
+static const char *const OP_NAME[] = {"aclnnMoeInitRoutingV2", "aclnnMoeTokenPermute", "aclnnMoeTokenUnpermute"};
+
+static void *g_ws;
+static uint64_t g_ws_size;
+
+/* Seconds for both phases of one call, or -1. */
+static double rt_run(rt_prob *p, int op) {
+    uint64_t w = 0;
+    aclOpExecutor *e = NULL;
+    const double t0 = bench_now();
+    aclnnStatus rc;
+    if (op == OP_INIT)
+        rc = aclnnMoeInitRoutingV2GetWorkspaceSize(p->tx, p->te, 0, 0, p->E, 0, 0, false, p->tex, p->trow, NULL, NULL, &w,
+                                                   &e);
+    else if (op == OP_PERMUTE)
+        rc = aclnnMoeTokenPermuteGetWorkspaceSize(p->tx, p->te, 0, false, p->tex, p->trow, &w, &e);
+    else
+        rc = aclnnMoeTokenUnpermuteGetWorkspaceSize(p->tex, p->tperm, p->tprobs, false, NULL, p->tout, &w, &e);
+    if (rc != 0) {
+        fprintf(stderr, "bench --routing: %s phase 1 = %d (%s)\n", OP_NAME[op], rc, aclGetRecentErrMsg());
+        return -1;
+    }
+    if (w > g_ws_size) { /* a CANN program keeps its workspace; so does the bench (allocated outside the timing once) */
+        bench_free(g_ws);
+        g_ws = bench_alloc(w);
+        g_ws_size = w;
+        memset(g_ws, 0, w);
+    }
+    if (op == OP_INIT) rc = aclnnMoeInitRoutingV2(g_ws, w, e, NULL);
+    else if (op == OP_PERMUTE) rc = aclnnMoeTokenPermute(g_ws, w, e, NULL);
+    else rc = aclnnMoeTokenUnpermute(g_ws, w, e, NULL);
+    if (rc != 0) {
+        fprintf(stderr, "bench --routing: %s phase 2 = %d (%s)\n", OP_NAME[op], rc, aclGetRecentErrMsg());
+        return -1;
+    }
+    return bench_now() - t0;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int rt_row(rt_prob *p, int op, int reps, int markdown) {
+    const int64_t T = p->N * p->K;
+    const double es = (double)p->es;
+    const double bytes = op == OP_UNPERMUTE ? (double)(T + p->N) * p->H * es + (double)T * (4 + es)
+                                            : 2.0 * (double)T * p->H * es + 8.0 * (double)T;
+    const size_t half = (size_t)(bytes / 2);
+    char *src = bench_alloc(half + 64), *dst = bench_alloc(half + 64);
+    if (!src || !dst) return -1;
+    memset(src, 1, half), memset(dst, 2, half);
+    const int threads = moefrNumThreads();
+    double op_t[64] = {0}, cp_t[64] = {0}, pr[64] = {0};
+    if (reps < 1) reps = 1;
+    if (reps > 64) reps = 64;
+    if (rt_run(p, op) < 0) return -1; /* warm-up: the pool, page faults, the workspace */
+    bench_copy_once(dst, src, half, threads);
+    for (int i = 0; i < reps; i++) {
+        op_t[i] = rt_run(p, op);
+        cp_t[i] = bench_copy_once(dst, src, half, threads);
+        if (op_t[i] < 0) return -1;
+        pr[i] = cp_t[i] / op_t[i];
+    }
+    bench_free(src), bench_free(dst);
+    double best = op_t[0], cbest = cp_t[0];
+    for (int i = 1; i < reps; i++) best = op_t[i] < best ? op_t[i] : best, cbest = cp_t[i] < cbest ? cp_t[i] : cbest;
+    qsort(pr, (size_t)reps, sizeof pr[0], cmp_d);
+    const double ratio = reps % 2 ? pr[reps / 2] : 0.5 * (pr[reps / 2 - 1] + pr[reps / 2]);
+    const char *dn = p->dt == ACL_FLOAT ? "fp32" : p->dt == ACL_BF16 ? "bf16" : "fp16";
+    if (markdown)
+        printf("| %s | %lld,%lld,%lld E=%lld | %s | %.2f | %.1f | %.1f | %.2f |\n", OP_NAME[op], (long long)p->N,
+               (long long)p->K, (long long)p->H, (long long)p->E, dn, best * 1e3, bytes / best / 1e9,
+               (double)(2 * half) / cbest / 1e9, ratio);
+    else
+        printf("%-24s N=%lld K=%lld E=%lld H=%lld %s  %8.2f ms  %6.1f GB/s  memcpy %6.1f GB/s  ratio %.2f\n",
+               OP_NAME[op], (long long)p->N, (long long)p->K, (long long)p->E, (long long)p->H, dn, best * 1e3,
+               bytes / best / 1e9, (double)(2 * half) / cbest / 1e9, ratio);
+    return 0;
+}
+
+int bench_routing(int64_t N, int64_t K, int64_t H, int64_t E, int reps, int markdown) {
+    printf("moefr %s, kernel path %s, %d threads; routing movers vs a same-traffic memcpy (best of %d; ratio: median "
+           "of pairs)\n",
+           moefrVersion(), moefrIsa(), moefrNumThreads(), reps);
+    if (markdown)
+        printf("| operator | N,K,H | dtype | ms | GB/s | memcpy GB/s | ratio |\n|---|---|---|---|---|---|---|\n");
+    const aclDataType dts[2] = {ACL_FLOAT, ACL_BF16};
+    int fails = 0;
+    for (int d = 0; d < 2; d++) {
+        rt_prob p;
+        if (rt_make(&p, N, K, H, E, dts[d]) != 0) {
+            fprintf(stderr, "bench --routing: out of memory\n");
+            rt_free(&p);
+            return 1;
+        }
+        for (int op = 0; op < 3; op++) fails += rt_row(&p, op, reps, markdown) != 0;
+        rt_free(&p);
+    }
+    bench_free(g_ws);
+    g_ws = NULL, g_ws_size = 0;
+    return fails != 0;
+}

@@ -103,7 +103,9 @@ def main():
 
     torch.manual_seed(a.seed)
     sample = make_task(a.dim, a.experts, torch.Generator().manual_seed(a.seed + 1))
-    model = MoELayer(a.dim, a.experts, a.top_k, a.api, a.gating)
+    # An input projection before the layer, so the routing's own backward (token gradients through
+    # aclnnMoeInitRoutingV2Grad / aclnnMoeTokenPermuteGrad) is exercised too.
+    model = nn.Sequential(nn.Linear(a.dim, a.dim), MoELayer(a.dim, a.experts, a.top_k, a.api, a.gating))
     opt = torch.optim.Adam(model.parameters(), lr=a.lr)
     print("moefr.torch_npu, api %s, gating %s, %d experts, top-%d, batch %d"
           % (a.api, a.gating, a.experts, a.top_k, a.batch))

@@ -188,7 +188,9 @@ def token_unpermute(permuted, sorted_indices, probs, padded_mode, restore_shape)
 def token_unpermute_grad(permuted, grad_unpermuted, sorted_indices, probs, padded_mode, restore_shape,
                          permuted_rows, permuted_dtype):
     gp = empty((permuted_rows, grad_unpermuted.shape[1]), permuted_dtype)
-    gprob = empty(tuple(probs.shape), probs.dtype) if probs is not None else None
+    # Without probs torch_npu still hands a (0-d, grad-typed) probs-gradient tensor, which the
+    # operator requires but does not write; it is not returned.
+    gprob = empty(tuple(probs.shape), probs.dtype) if probs is not None else empty((), grad_unpermuted.dtype)
     run("aclnnMoeTokenUnpermuteGrad", permuted, grad_unpermuted, sorted_indices, probs, bool(padded_mode),
         list(restore_shape) if restore_shape is not None else [1], gp, gprob)
-    return gp, gprob
+    return gp, (gprob if probs is not None else None)

@@ -294,6 +294,12 @@ class FinalizeRouting(unittest.TestCase):
 # op_plugin's schemas (config/op_plugin_functions.yaml, master), the contract for names, order,
 # keyword-only markers and defaults.
 SCHEMAS = [
+    "npu_moe_gating_top_k_softmax(Tensor x, Tensor? finished=None, int k=1)",
+    "npu_moe_gating_top_k_softmax_v2(Tensor x, *, int k=1, Tensor? finished=None, int? renorm=0, "
+    "bool? output_softmax=False)",
+    "npu_moe_token_permute(Tensor tokens, Tensor indices, int? num_out_tokens=None, bool padded_mode=False)",
+    "npu_moe_token_unpermute(Tensor permuted_tokens, Tensor sorted_indices, Tensor? probs=None, "
+    "bool padded_mode=False, int[]? restore_shape=None)",
     "npu_moe_init_routing_v2(Tensor x, Tensor expert_idx, *, Tensor? scale=None, Tensor? offset=None, "
     "int active_num=-1, int expert_capacity=-1, int expert_num=-1, int drop_pad_mode=0, "
     "int expert_tokens_num_type=0, bool expert_tokens_num_flag=False, int quant_mode=-1, "

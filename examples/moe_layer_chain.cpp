@@ -1,7 +1,7 @@
 // moe_layer_chain.cpp - one MoE layer, forward and backward, written the way a CANN program chains
 // the routing operators, checked against a float64 reference computed in the same program.
 //
-//   forward:  router (top-k softmax over the logits, on the host)
+//   forward:  router logits (x Wr, on the host) -> aclnnMoeGatingTopKSoftmax (top-K experts and weights)
 //             -> aclnnMoeInitRoutingV2 (dropless, per-expert counts)
 //             -> experts (one H x H matrix each, plain loops over their contiguous row blocks)
 //             -> aclnnMoeFinalizeRoutingV2 (dropPadMode 2: row-layout index, residual x1 = x, bias)
@@ -20,6 +20,7 @@
 
 #include "acl/acl.h"
 #include "aclnnop/aclnn_moe_finalize_routing_v2.h"
+#include "aclnnop/aclnn_moe_gating_top_k_softmax.h"
 #include "aclnnop/aclnn_moe_finalize_routing_v2_grad.h"
 #include "aclnnop/aclnn_moe_init_routing_v2.h"
 #include "aclnnop/aclnn_moe_init_routing_v2_grad.h"
@@ -169,29 +170,17 @@ int main(int argc, char** argv) {
     for (float& v : bias) v = static_cast<float>(rng.Uniform() * 0.25);
     for (float& v : gradOut) v = static_cast<float>(rng.Uniform());
 
-    // ---- router on the host: softmax over the E logits, the K largest (ties to the lower expert) ----
-    std::vector<int32_t> expertIdx(T);
-    std::vector<float> scales(T);
+    // ---- router logits on the host; the gating operator picks the experts below ----
+    std::vector<float> logits(N * E);
     for (int64_t r = 0; r < N; r++) {
-        double logit[E], p[E], mx = -INFINITY, sum = 0.0;
         for (int64_t e = 0; e < E; e++) {
             float acc = 0.0f;
             for (int64_t h = 0; h < H; h++) acc += x[r * H + h] * wRouter[h * E + e];
-            logit[e] = acc;
-            mx = std::fmax(mx, logit[e]);
-        }
-        for (int64_t e = 0; e < E; e++) sum += (p[e] = std::exp(logit[e] - mx));
-        bool taken[E] = {false};
-        for (int64_t k = 0; k < K; k++) {
-            int64_t best = -1;
-            for (int64_t e = 0; e < E; e++) {
-                if (!taken[e] && (best < 0 || p[e] > p[best])) best = e;
-            }
-            taken[best] = true;
-            expertIdx[r * K + k] = static_cast<int32_t>(best);
-            scales[r * K + k] = static_cast<float>(p[best] / sum);
+            logits[r * E + e] = acc;
         }
     }
+    std::vector<int32_t> expertIdx;
+    std::vector<float> scales;
 
     // ---- runtime ----
     int32_t deviceId = 0;
@@ -205,17 +194,19 @@ int main(int argc, char** argv) {
 
     // Outputs start as NaN (floats) / -7 (indices), so an element an operator skips cannot pass.
     const std::vector<float> nanTH(T * H, NAN), nanNH(N * H, NAN), nanNK(T, NAN);
-    DeviceTensor dX, dExpertIdx, dExpandedX, dRowIdx, dCounts, dY, dBias, dScales, dOut, dGradOut, dGradY,
+    DeviceTensor dLogits, dGateRowIdx, dX, dExpertIdx, dExpandedX, dRowIdx, dCounts, dY, dBias, dScales, dOut, dGradOut, dGradY,
         dGradScales, dGradExpandedX, dGradX;
     int fail = 0;
+    fail |= Create(logits, {N, E}, ACL_FLOAT, &dLogits);
+    fail |= Create(std::vector<int32_t>(T, -7), {N, K}, ACL_INT32, &dGateRowIdx);
     fail |= Create(x, {N, H}, ACL_FLOAT, &dX);
-    fail |= Create(expertIdx, {N, K}, ACL_INT32, &dExpertIdx);
+    fail |= Create(std::vector<int32_t>(T, -7), {N, K}, ACL_INT32, &dExpertIdx);
     fail |= Create(nanTH, {T, H}, ACL_FLOAT, &dExpandedX);
     fail |= Create(std::vector<int32_t>(T, -7), {T}, ACL_INT32, &dRowIdx);
     fail |= Create(std::vector<int32_t>(E, -7), {E}, ACL_INT32, &dCounts);
     fail |= Create(nanTH, {T, H}, ACL_FLOAT, &dY);
     fail |= Create(bias, {E, H}, ACL_FLOAT, &dBias);
-    fail |= Create(scales, {N, K}, ACL_FLOAT, &dScales);
+    fail |= Create(nanNK, {N, K}, ACL_FLOAT, &dScales);
     fail |= Create(nanNH, {N, H}, ACL_FLOAT, &dOut);
     fail |= Create(gradOut, {N, H}, ACL_FLOAT, &dGradOut);
     fail |= Create(nanTH, {T, H}, ACL_FLOAT, &dGradY);
@@ -225,9 +216,23 @@ int main(int argc, char** argv) {
 
     std::vector<float> expandedX, y(T * H), outHost, gradY, gradScales, gradExpandedX(T * H), gradX,
         gradW(E * H * H, 0.0f);
-    std::vector<int32_t> rowIdx, counts;
+    std::vector<int32_t> rowIdx, counts, gateRowIdx;
     uint64_t ws = 0;
     aclOpExecutor* ex = nullptr;
+
+    // ---- forward 0: gating. softmax over the E logits, the K largest: weights and expert ids ----
+    if (fail == 0) {
+        ret = aclnnMoeGatingTopKSoftmaxGetWorkspaceSize(dLogits.desc, nullptr, K, dScales.desc, dExpertIdx.desc,
+                                                        dGateRowIdx.desc, &ws, &ex);
+        fail |= Run("aclnnMoeGatingTopKSoftmax", ret, ws, ex, aclnnMoeGatingTopKSoftmax, stream);
+    }
+    fail = fail || ToHost(dScales, &scales) || ToHost(dExpertIdx, &expertIdx) || ToHost(dGateRowIdx, &gateRowIdx);
+    for (int64_t j = 0; fail == 0 && j < T; j++) {
+        if (expertIdx[j] < 0 || expertIdx[j] >= E) {
+            LOG_PRINT("gating: expertIdx[%ld] = %d is not an expert\n", static_cast<long>(j), expertIdx[j]);
+            fail = 1;
+        }
+    }
 
     // ---- forward 1: routing. Dropless, all T rows (activeNum 0), per-expert counts (flag 2) ----
     if (fail == 0) {
@@ -333,6 +338,29 @@ int main(int argc, char** argv) {
                 }
             }
         }
+        // The gating: float64 softmax of the same logits, the K largest (ties to the lower expert).
+        std::vector<double> rScales(T);
+        for (int64_t r = 0; r < N; r++) {
+            double p[E], mx = -INFINITY, sum = 0.0;
+            for (int64_t e = 0; e < E; e++) mx = std::fmax(mx, static_cast<double>(logits[r * E + e]));
+            for (int64_t e = 0; e < E; e++) sum += (p[e] = std::exp(logits[r * E + e] - mx));
+            bool taken[E] = {false};
+            for (int64_t k = 0; k < K; k++) {
+                int64_t best = -1;
+                for (int64_t e = 0; e < E; e++) {
+                    if (!taken[e] && (best < 0 || p[e] > p[best])) best = e;
+                }
+                taken[best] = true;
+                rScales[r * K + k] = p[best] / sum;
+                if (expertIdx[r * K + k] != best || gateRowIdx[r * K + k] != k * N + r) {
+                    LOG_PRINT("gating row %ld, k %ld: expert %d rowIdx %d, reference %ld and %ld\n",
+                              static_cast<long>(r), static_cast<long>(k), expertIdx[r * K + k],
+                              gateRowIdx[r * K + k], static_cast<long>(best), static_cast<long>(k * N + r));
+                    mismatches++;
+                }
+            }
+        }
+        mismatches += Compare("gating y", scales, rScales, 8);
         // The routing rows themselves: expandedX row rowIdx[j] is token j / K, bit for bit.
         for (int64_t j = 0; j < T; j++) {
             int64_t d = rowIdx[j];
@@ -353,7 +381,7 @@ int main(int argc, char** argv) {
     }
 
     // ---- release everything ----
-    DeviceTensor* all[] = {&dX, &dExpertIdx, &dExpandedX, &dRowIdx, &dCounts, &dY, &dBias,
+    DeviceTensor* all[] = {&dLogits, &dGateRowIdx, &dX, &dExpertIdx, &dExpandedX, &dRowIdx, &dCounts, &dY, &dBias,
                            &dScales, &dOut, &dGradOut, &dGradY, &dGradScales, &dGradExpandedX, &dGradX};
     for (DeviceTensor* t : all) Release(t);
     aclrtDestroyStream(stream);

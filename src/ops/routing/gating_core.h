@@ -1,0 +1,320 @@
+/* gating_core.h - the row routine of MoeGatingTopKSoftmax(V2), written once
+ * over GT_W-lane generic vectors (GCC/Clang vector extensions). The includer
+ * defines GT_W (4 or 8) and GT_ROWS (the function's name). Every lane does
+ * the same IEEE fp32 operations in the same order and every reduction is
+ * laid out over 8 lanes whatever GT_W is, so both widths give the same bits
+ * (tests/gating_bits.cmake compares them). No FMA: the build has
+ * -ffp-contract=off and the AVX2 file is compiled without -mfma. */
+#include <math.h>
+
+#include "ops/routing/gating.h"
+
+#if GT_W != 4 && GT_W != 8
+#error "GT_W must be 4 or 8"
+#endif
+
+/* ---- fp32 arithmetic, the same bits everywhere ---- */
+static inline uint32_t f2u(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+static inline float u2f(uint32_t u) {
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* GT_W-lane generic vectors: SSE2 or AVX2 on x86-64, Advanced SIMD on
+ * AArch64, plain scalar code elsewhere. Rows are padded to a multiple of 8
+ * floats with -inf (exp gives +0, which the sums absorb). */
+typedef float gvf __attribute__((vector_size(4 * GT_W)));
+typedef int32_t gvi __attribute__((vector_size(4 * GT_W)));
+#define GT_NV (8 / GT_W) /* vectors per block of 8 */
+static inline gvf gv_splat(float f) {
+    gvf v;
+    for (int l = 0; l < GT_W; l++) v[l] = f;
+    return v;
+}
+static inline gvi gi_splat(int32_t i) {
+    gvi v;
+    for (int l = 0; l < GT_W; l++) v[l] = i;
+    return v;
+}
+static inline gvf gv_load(const float *p) {
+    gvf v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline void gv_store(float *p, gvf v) { memcpy(p, &v, sizeof v); }
+/* m ? a : b, lane by lane (m all ones or all zeros) */
+static inline gvf gv_sel(gvi m, gvf a, gvf b) { return (gvf)(((gvi)a & m) | ((gvi)b & ~m)); }
+static inline gvi gi_sel(gvi m, gvi a, gvi b) { return (a & m) | (b & ~m); }
+
+/* exp(a) for a <= 0 (and NaN), within 2 ulp for normal results: a = n*ln2 + t
+ * with |t| <= ln2/2 (ln2 in two parts, the first exact in 9 bits, so n*C1 is
+ * exact), exp(t) by a degree-7 polynomial (Horner), times 2^n built from the
+ * exponent bits in two halves so subnormal results come out right; a < -104
+ * gives +0. n comes from the bits of a/ln2 + 1.5*2^23, never from a
+ * float-to-int conversion (a NaN lane stays defined and gives NaN). */
+static inline gvf gt_expv(gvf a) {
+    const gvf lo = gv_splat(-104.0f), magic = gv_splat(12582912.0f); /* 1.5 * 2^23 */
+    const gvi tiny = a < lo;
+    const gvf c = gv_sel(tiny, lo, a);
+    const gvf t = c * gv_splat(1.44269504088896341f) + magic;
+    const gvf n = t - magic; /* round(c / ln2), exact */
+    const gvi ni = (gvi)t - (gvi)magic;
+    gvf r = c - n * gv_splat(0.693359375f);
+    r = r - n * gv_splat(-2.12194440e-4f);
+    gvf q = gv_splat(1.9875691500e-4f);
+    q = q * r + gv_splat(1.3981999507e-3f);
+    q = q * r + gv_splat(8.3334519073e-3f);
+    q = q * r + gv_splat(4.1665795894e-2f);
+    q = q * r + gv_splat(1.6666665459e-1f);
+    q = q * r + gv_splat(5.0000001201e-1f);
+    const gvf e = q * (r * r) + r + gv_splat(1.0f);
+    /* n in [-150, 0]: 2^n = 2^n1 * 2^(n - n1), both normal (n1 = n / 2 toward 0) */
+    gvi nc = gi_sel(ni < gi_splat(-150), gi_splat(-150), ni);
+    nc = gi_sel(nc > gi_splat(0), gi_splat(0), nc);
+    const gvi n1 = (nc - (nc >> 31)) >> 1, n2 = nc - n1;
+    const gvf s1 = (gvf)((n1 + gi_splat(127)) << 23), s2 = (gvf)((n2 + gi_splat(127)) << 23);
+    const gvf v = e * s1 * s2;
+    return gv_sel(tiny, gv_splat(0.0f), v);
+}
+
+#define GT_QNAN 0x7FC00000u
+
+/* Softmax of v[0..n) in place, by the rule in gating_top_k_softmax.c; v
+ * holds GT_PAD(n) floats, the ones past n -inf on entry. The sum's lane l
+ * adds the elements j = l mod 8 in order, whatever GT_W. */
+static void gt_softmax(float *v, int64_t n) {
+    const int64_t np = GT_PAD(n);
+    gvf mv[GT_NV], acc[GT_NV];
+    for (int h = 0; h < GT_NV; h++) mv[h] = gv_splat(v[0]), acc[h] = gv_splat(0.0f);
+    for (int64_t j = 0; j < np; j += 8)
+        for (int h = 0; h < GT_NV; h++) {
+            const gvf x = gv_load(v + j + h * GT_W);
+            mv[h] = gv_sel(x > mv[h], x, mv[h]);
+        }
+    /* the max is exact in any order; a NaN anywhere makes every p NaN below */
+    float m = v[0];
+    for (int h = 0; h < GT_NV; h++)
+        for (int l = 0; l < GT_W; l++) m = mv[h][l] > m ? mv[h][l] : m;
+    const gvf mm = gv_splat(m);
+    for (int64_t j = 0; j < np; j += 8)
+        for (int h = 0; h < GT_NV; h++) {
+            const gvf u = gt_expv(gv_load(v + j + h * GT_W) - mm);
+            gv_store(v + j + h * GT_W, u);
+            acc[h] += u;
+        }
+    float a8[8];
+    memcpy(a8, acc, sizeof a8);
+    const float s = ((a8[0] + a8[1]) + (a8[2] + a8[3])) + ((a8[4] + a8[5]) + (a8[6] + a8[7]));
+    const gvf ss = gv_splat(s), qnan = gv_splat(u2f(GT_QNAN));
+    for (int64_t j = 0; j < np; j += GT_W) {
+        const gvf p = gv_load(v + j) / ss;
+        gv_store(v + j, gv_sel(p != p, qnan, p));
+    }
+}
+
+/* Inserts candidate c into the k best so far (best[0..*have), kept in
+ * descending order for k <= GT_INSERT_K, a min-heap above). */
+static inline void gt_consider(uint64_t *best, int64_t *have, int64_t k, uint64_t c) {
+    int64_t i;
+    if (k <= GT_INSERT_K) {
+        i = *have < k ? (*have)++ : k - 1;
+        while (i > 0 && best[i - 1] < c) {
+            best[i] = best[i - 1];
+            i--;
+        }
+        best[i] = c;
+        return;
+    }
+    if (*have < k) {
+        i = (*have)++;
+        while (i > 0 && best[(i - 1) / 2] > c) {
+            best[i] = best[(i - 1) / 2];
+            i = (i - 1) / 2;
+        }
+        best[i] = c;
+        return;
+    }
+    i = 0; /* replace the root (the worst kept) and sift down */
+    for (;;) {
+        int64_t ch = 2 * i + 1;
+        if (ch >= k) break;
+        if (ch + 1 < k && best[ch + 1] < best[ch]) ch++;
+        if (best[ch] >= c) break;
+        best[i] = best[ch];
+        i = ch;
+    }
+    best[i] = c;
+}
+
+/* Signed order keys of four floats: larger value, larger key; -0 as +0;
+ * any NaN the largest (INT32_MAX). gt_key's unsigned key = this ^ 2^31. */
+static inline gvi gt_skeyv(gvf f) {
+    gvi u = (gvi)f;
+    u = gi_sel(u == gi_splat(INT32_MIN), gi_splat(0), u);
+    const gvi k = gi_sel(u < gi_splat(0), u ^ gi_splat(INT32_MAX), u);
+    return gi_sel((u & gi_splat(INT32_MAX)) > gi_splat(0x7F800000), gi_splat(INT32_MAX), k);
+}
+
+/* sel[0..k) = the positions of the k largest v[0..n) by (key descending,
+ * position ascending). A candidate c = key << 32 | ~position: larger is
+ * better, all distinct; a later position with an equal key never displaces
+ * an earlier one, so once k are kept only a key above the k-th kept enters.
+ * For k < 32: the k-th largest of the maxima of 32 groups of elements, t0,
+ * bounds the k-th largest key from below (k groups reach it), so keys below
+ * t0 cannot be picked and are skipped. v holds GT_PAD(n) floats; sk is
+ * scratch of as many. */
+static void gt_topk(const float *v, int64_t n, int64_t k, int32_t *sk, uint64_t *best, int32_t *sel) {
+    const int64_t np = GT_PAD(n);
+    const bool heap = k > GT_INSERT_K;
+    gvi lane;
+    for (int l = 0; l < GT_W; l++) lane[l] = l;
+    /* 32 groups: lane l of vector i belongs to group (i mod GT_G) * GT_W + l */
+    enum { GT_G = 32 / GT_W };
+    gvi gmax[GT_G];
+    for (int h = 0; h < GT_G; h++) gmax[h] = gi_splat(INT32_MIN);
+    for (int64_t j = 0, i = 0; j < np; j += GT_W, i++) {
+        gvi key = gt_skeyv(gv_load(v + j));
+        /* the padding past n: the smallest key */
+        key = gi_sel(lane + gi_splat((int32_t)j) < gi_splat((int32_t)n), key, gi_splat(INT32_MIN));
+        memcpy(sk + j, &key, sizeof key);
+        gvi *g = &gmax[i % GT_G];
+        *g = gi_sel(key > *g, key, *g);
+    }
+    int32_t t0 = INT32_MIN;
+    if (!heap && k < 32) {
+        /* t0 = the k-th largest group maximum: the smallest one with fewer
+         * than k larger (branch free; equal maxima share a rank) */
+        int32_t gm[32];
+        memcpy(gm, gmax, sizeof gm);
+        int32_t best_t = INT32_MAX;
+        for (int i = 0; i < 32; i++) {
+            int32_t above = 0;
+            for (int j = 0; j < 32; j++) above += gm[j] > gm[i];
+            best_t = above < k && gm[i] < best_t ? gm[i] : best_t;
+        }
+        t0 = best_t; /* k groups reach it: a lower bound of the k-th largest key */
+    }
+    int64_t have = 0;
+    uint32_t thr = 0;
+    const gvi tv = gi_splat(t0);
+    for (int64_t j0 = 0; j0 < np; j0 += GT_W) {
+        gvi kv;
+        memcpy(&kv, sk + j0, sizeof kv);
+        const gvi ge = kv >= tv; /* padding keys are INT32_MIN: below any t0 but INT32_MIN itself */
+        uint64_t w[GT_W / 2], any = 0;
+        memcpy(w, &ge, sizeof w);
+        for (int l = 0; l < GT_W / 2; l++) any |= w[l];
+        if (!any) continue;
+        const int64_t j1 = j0 + GT_W < n ? j0 + GT_W : n;
+        for (int64_t j = j0; j < j1; j++) {
+            if (sk[j] < t0) continue;
+            const uint32_t key = (uint32_t)sk[j] ^ 0x80000000u;
+            if (have == k && key <= thr) continue;
+            gt_consider(best, &have, k, (uint64_t)key << 32 | (uint32_t)~(uint32_t)j);
+            if (have == k) thr = (uint32_t)(best[heap ? 0 : k - 1] >> 32);
+        }
+    }
+    if (heap) { /* heap sort: pop the worst into the back, best[] ends descending */
+        for (int64_t m = k - 1; m > 0; m--) {
+            const uint64_t top = best[0], last = best[m];
+            int64_t i = 0;
+            for (;;) {
+                int64_t ch = 2 * i + 1;
+                if (ch >= m) break;
+                if (ch + 1 < m && best[ch + 1] < best[ch]) ch++;
+                if (best[ch] >= last) break;
+                best[i] = best[ch];
+                i = ch;
+            }
+            best[i] = last;
+            best[m] = top;
+        }
+    }
+    for (int64_t i = 0; i < k; i++) sel[i] = (int32_t)~(uint32_t)best[i];
+}
+
+static inline void gt_store(char *p, int dtype, float f) {
+    uint16_t h;
+    switch (dtype) {
+    case ACL_FLOAT: memcpy(p, &f, 4); break;
+    case ACL_FLOAT16: h = mf_f32_to_f16(f); memcpy(p, &h, 2); break;
+    default: h = mf_f32_to_bf16(f); memcpy(p, &h, 2); break;
+    }
+}
+
+
+
+void GT_ROWS(void *vctx, int64_t r0, int64_t r1) {
+    const gt_ctx *c = vctx;
+    const gt_plan *p = c->p;
+    const int64_t E = p->E, k = p->k;
+    const size_t es = mf_dtype_size(c->dtype);
+    float stack_buf[GT_PAD(GT_STACK_E)];
+    int32_t sk_stack[GT_PAD(GT_STACK_E)];
+    uint64_t best[GT_MAX_K];
+    int32_t sel[GT_MAX_K];
+    float yk[GT_PAD(GT_MAX_K)];
+    const int64_t Ep = GT_PAD(E), kp = GT_PAD(k);
+    for (int64_t r = r0; r < r1; r++) {
+        float *v = c->ws ? c->ws + r * 2 * Ep : stack_buf;
+        int32_t *skbuf = c->ws ? (int32_t *)(v + Ep) : sk_stack;
+        const char *row = mf_row(&c->x, r);
+        const int64_t sc = c->x.s_col;
+        switch (c->dtype) {
+        case ACL_FLOAT:
+            if (sc == 4) {
+                memcpy(v, row, (size_t)E * 4);
+            } else {
+                for (int64_t j = 0; j < E; j++) memcpy(&v[j], row + j * sc, 4);
+            }
+            break;
+        case ACL_FLOAT16:
+            for (int64_t j = 0; j < E; j++) {
+                uint16_t h;
+                memcpy(&h, row + j * sc, 2);
+                v[j] = mf_f16_to_f32(h);
+            }
+            break;
+        default:
+            for (int64_t j = 0; j < E; j++) {
+                uint16_t h;
+                memcpy(&h, row + j * sc, 2);
+                v[j] = mf_bf16_to_f32(h);
+            }
+            break;
+        }
+        for (int64_t j = E; j < Ep; j++) v[j] = -INFINITY;
+        if (p->renorm) {
+            gt_topk(v, E, k, skbuf, best, sel);
+            for (int64_t i = 0; i < k; i++) yk[i] = v[sel[i]];
+            for (int64_t i = k; i < kp; i++) yk[i] = -INFINITY;
+            gt_softmax(yk, k);
+        } else {
+            gt_softmax(v, E);
+            if (p->softmax) memcpy(c->sm + r * E, v, (size_t)E * 4);
+            gt_topk(v, E, k, skbuf, best, sel);
+            for (int64_t i = 0; i < k; i++) yk[i] = v[sel[i]];
+        }
+        bool done = false;
+        if (c->has_fin) {
+            const int64_t a = c->fin_cols ? r / c->fin_cols : r, b = c->fin_cols ? r % c->fin_cols : 0;
+            done = *(const unsigned char *)mf_small_at(&c->fin, a, b) != 0;
+        }
+        char *yr = c->y + r * k * (int64_t)es;
+        int32_t *er = c->eidx + r * k;
+        for (int64_t i = 0; i < k; i++) {
+            gt_store(yr + i * (int64_t)es, c->dtype, yk[i]);
+            er[i] = done ? (int32_t)E : sel[i];
+        }
+        if (p->row_idx) {
+            int32_t *rr = c->ridx + r * k;
+            for (int64_t i = 0; i < k; i++) rr[i] = (int32_t)(i * p->R + r);
+        }
+    }
+}
+

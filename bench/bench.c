@@ -556,7 +556,7 @@ static void usage(FILE *f, const char *prog) {
             "  (the full run always does, for the 65536,8,128 targets).\n"
             "  --gating: only MoeGatingTopKSoftmax(V2) at (8192, 256), k = 8, fp32 and bf16 (bench/gating.c).\n"
             "  --bias: each --shape also runs with biasOptional (64 experts) and prints the bias cost.\n"
-            "  --routing: InitRoutingV2, TokenPermute, TokenUnpermute at N=8192 K=8 H=4096 E=64, fp32 and bf16,\n"
+            "  --routing[=H]: InitRoutingV2, TokenPermute, TokenUnpermute at N=8192 K=8 H=4096 (or H) E=64, fp32, bf16\n"
             "  against a same-traffic memcpy (bench/routing.c says which bytes; --quick: N=1024).\n"
             "  --isa LIST|all: run everything once per kernel path (comma-separated, or every path this\n"
             "  CPU runs), each in a child with MOEFR_ISA set, then compare the paths row by row.\n"
@@ -699,7 +699,8 @@ int moefr_bench_main(int argc, char **argv) {
         else if (strcmp(argv[i], "--markdown") == 0) g_markdown = 1;
         else if (strcmp(argv[i], "--bias") == 0) g_bias = 1;
         else if (strcmp(argv[i], "--gating") == 0) gating = 1;
-        else if (strcmp(argv[i], "--routing") == 0) routing = 1; /* bench/routing.c */
+        else if (strcmp(argv[i], "--routing") == 0) routing = 4096; /* bench/routing.c */
+        else if (strncmp(argv[i], "--routing=", 10) == 0) routing = atoi(argv[i] + 10);
         else if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc) {
             if (isa_list) {
                 fprintf(stderr, "%s: --isa given twice\n", prog);
@@ -731,7 +732,7 @@ int moefr_bench_main(int argc, char **argv) {
     if (g_reps < 1) g_reps = 1;
     if (gating) return bench_gating(g_reps, g_markdown);
     if (isa_list) return isa_compare(argc, argv, isa_list);
-    if (routing) return bench_routing(quick ? 1024 : 8192, 8, 4096, 64, g_reps, g_markdown);
+    if (routing > 0) return bench_routing(quick ? 1024 : 8192, 8, routing, 64, g_reps, g_markdown);
     const int64_t s = quick ? 8 : 1; /* --quick divides R by 8 */
     static const int64_t thread_shapes[2][4] = {{8192, 8, 4096, ACL_FLOAT}, {65536, 8, 128, ACL_FLOAT}};
     int64_t ts[2][4];

@@ -527,6 +527,11 @@ static void validation(void) {
         CHECK(aclnnMoeTokenPermuteGradGetWorkspaceSize(g, gi64, 2, false, go, &w2, &e2) == 161002, "permute grad INT64 idx");
         CHECK(aclnnMoeTokenPermuteGradGetWorkspaceSize(g, gi, 3, false, go, &w2, &e2) == 561002, "permute grad numTopk 3");
         CHECK(aclnnMoeTokenPermuteGradGetWorkspaceSize(g, gi, 0, false, go, &w2, &e2) == 561002, "permute grad numTopk 0");
+        /* numTopk -1 means 1 on A2/A3 (CANN's tiling); Ascend 950's InitRoutingV2Grad refuses topK <= 0 */
+        aclTensor *g1 = mk2(8, 3, ACL_FLOAT, o + 24);
+        CHECK(p1_done(aclnnMoeTokenPermuteGradGetWorkspaceSize(g, gi, -1, false, g1, &w2, &e2), e2) == (A2 ? 0 : 561002),
+              "permute grad numTopk -1: %s", aclGetRecentErrMsg());
+        aclDestroyTensor(g1);
         aclTensor *gw = mk2(4, 2, ACL_FLOAT, o);
         CHECK(aclnnMoeTokenPermuteGradGetWorkspaceSize(g, gi, 2, false, gw, &w2, &e2) == 561002, "permute grad out H 2");
         unsigned char *po = ru_poisoned(48);

@@ -24,6 +24,9 @@ assert gx.tolist() == [[2, 3], [4, 5], [0, 1]], gx
 import torch
 t = moefr.moe_finalize_routing_grad(torch.from_numpy(gy).bfloat16(), torch.tensor([2, 0, 1], dtype=torch.int32))[0]
 assert t.dtype == torch.bfloat16 and t.float().tolist() == gx.tolist()
+from moefr import torch_npu  # issue 15: the torch_npu front end ships with the package
+assert os.path.realpath(torch_npu.__file__).startswith(prefix + "/lib/python3/dist-packages/moefr/")
+assert torch_npu.npu_moe_compute_expert_tokens(torch.tensor([0, 0, 1, 1, 2, 2], dtype=torch.int32), 3).tolist() == [2, 4, 6]
 print("installed moefr", moefr.version(), "from", moefr.__file__)
 """
 

@@ -88,6 +88,16 @@ elif command -v valgrind >/dev/null 2>&1; then
   echo "valgrind: opapi_test clean"
 fi
 
+step "CANN-style MoE layer chain: examples/moe_layer_chain (forward + backward vs float64)"
+env -u LD_LIBRARY_PATH $emu "$work/example/moe_layer_chain" >"$work/chain.out" 2>&1 || {
+  cat "$work/chain.out" >&2; fail "moe_layer_chain exited non-zero"; }
+tail -n 1 "$work/chain.out"
+if [ -z "$emu" ] && command -v valgrind >/dev/null 2>&1; then
+  valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+    "$work/example/moe_layer_chain" 1 >"$work/chain.vg" 2>&1 || { cat "$work/chain.vg" >&2; fail "valgrind on moe_layer_chain"; }
+  echo "valgrind: moe_layer_chain clean"
+fi
+
 step "find_package(moefr) consumer (shared and static)"
 # Debian-family CMake does not search lib64 under a prefix, so name the package dir.
 quiet cmake -S "$src/tests/install/consumer" -B "$work/consumer" -Dmoefr_DIR="$lib/cmake/moefr" \

@@ -1,0 +1,196 @@
+"""moefr._routing - the routing-family operators of SPEC section 9 as plain functions over CPU
+torch tensors: allocate the outputs, describe every tensor as a view, run both phases of the
+aclnn operator in libmoefr. No autograd here (moefr.torch_npu adds it); arguments are the aclnn
+operator's own (CANN 8.1.RC1 signatures), not torch_npu's."""
+
+import ctypes
+
+import torch
+
+from . import _lib, _views
+
+_vp = ctypes.c_void_p
+_i64 = ctypes.c_int64
+_u64 = ctypes.c_uint64
+_bool = ctypes.c_bool
+
+# Phase-1 argument types before (workspaceSize, executor), per aclnn operator (CANN 8.1.RC1 headers).
+_SIGNATURES = {
+    "aclnnMoeInitRoutingV2": [_vp, _vp, _i64, _i64, _i64, _i64, _i64, _bool, _vp, _vp, _vp, _vp],
+    "aclnnMoeInitRoutingV2Grad": [_vp, _vp, _i64, _i64, _i64, _vp],
+    "aclnnMoeComputeExpertTokens": [_vp, _i64, _vp],
+    "aclnnMoeGatingTopKSoftmax": [_vp, _vp, _i64, _vp, _vp, _vp],
+    "aclnnMoeGatingTopKSoftmaxV2": [_vp, _vp, _i64, _i64, _bool, _vp, _vp, _vp],
+    "aclnnMoeInitRouting": [_vp, _vp, _vp, _i64, _vp, _vp, _vp],
+    "aclnnMoeFinalizeRouting": [_vp] * 8,
+    "aclnnMoeTokenPermute": [_vp, _vp, _i64, _bool, _vp, _vp],
+    "aclnnMoeTokenPermuteGrad": [_vp, _vp, _i64, _bool, _vp],
+    "aclnnMoeTokenUnpermute": [_vp, _vp, _vp, _bool, _vp, _vp],
+    "aclnnMoeTokenUnpermuteGrad": [_vp, _vp, _vp, _vp, _bool, _vp, _vp, _vp],
+}
+
+POISON_OUTPUTS = False  # tests: fill fresh floating outputs with NaN before the library writes
+
+
+def has(name):
+    """Whether the loaded libmoefr exports aclnn operator `name` (both phases)."""
+    lib = _lib.library()
+    return hasattr(lib, name + "GetWorkspaceSize") and hasattr(lib, name)
+
+
+def _functions(name):
+    lib = _lib.library()
+    if not has(name):
+        raise NotImplementedError("moefr: %s has no %s" % (_lib.library_path(), name))
+    p1, p2 = getattr(lib, name + "GetWorkspaceSize"), getattr(lib, name)
+    if p1.argtypes is None:
+        p1.restype = ctypes.c_int32
+        p1.argtypes = _SIGNATURES[name] + [ctypes.POINTER(_u64), ctypes.POINTER(_vp)]
+        p2.restype = ctypes.c_int32
+        p2.argtypes = [_vp, _u64, _vp, _vp]
+    return lib, p1, p2
+
+
+def _int_array_api(lib):
+    if lib.aclCreateIntArray.argtypes is None:
+        lib.aclCreateIntArray.restype = _vp
+        lib.aclCreateIntArray.argtypes = [ctypes.POINTER(_i64), _u64]
+        lib.aclDestroyIntArray.restype = ctypes.c_int32
+        lib.aclDestroyIntArray.argtypes = [_vp]
+
+
+def run(name, *args):
+    """Runs aclnn operator `name`: tensors (or None) become aclTensor views, lists/tuples of ints
+    become aclIntArray, other values pass as they are; everything is released on every path."""
+    lib, p1, p2 = _functions(name)
+    arrays = []
+    with _views.Descriptors(lib) as d:
+        try:
+            cargs = []
+            for i, a in enumerate(args):
+                if a is None or isinstance(a, torch.Tensor):
+                    cargs.append(d.make(a.detach() if a is not None else None, "%s arg %d" % (name, i)))
+                elif isinstance(a, (list, tuple)):
+                    _int_array_api(lib)
+                    vals = (_i64 * max(1, len(a)))(*[int(v) for v in a])
+                    h = lib.aclCreateIntArray(vals, len(a))
+                    if not h:
+                        raise _lib.MoefrError("moefr: aclCreateIntArray: %s" % _lib.last_error(lib))
+                    arrays.append(h)
+                    cargs.append(h)
+                else:
+                    cargs.append(a)
+            _lib.run_two_phase(lib, p1, p2, tuple(cargs), name)
+        finally:
+            for h in arrays:
+                lib.aclDestroyIntArray(h)
+
+
+def empty(shape, dtype):
+    out = torch.empty(tuple(max(0, int(s)) for s in shape), dtype=dtype)
+    if POISON_OUTPUTS and out.is_floating_point():
+        out.fill_(float("nan"))
+    elif POISON_OUTPUTS:
+        out.fill_(-7)
+    return out
+
+
+def init_routing_v2(x, expert_idx, active_num, expert_capacity, expert_num, drop_pad_mode,
+                    count_flag, before_capacity_flag):
+    """aclnnMoeInitRoutingV2 -> (expanded_x, expanded_row_idx, count_or_cumsum | None,
+    before_capacity | None). active_num as the aclnn operator reads it (0: all T rows)."""
+    N, H = x.shape
+    T = expert_idx.numel()
+    if drop_pad_mode == 1:
+        ex = empty((expert_num, expert_capacity, H), x.dtype)
+    else:
+        rows = T if active_num <= 0 else min(active_num, T)
+        ex = empty((rows, H), x.dtype)
+    idx = empty((T,), torch.int32)
+    cnt = empty((expert_num,), torch.int32) if count_flag and drop_pad_mode == 0 else None
+    before = empty((expert_num,), torch.int32) if before_capacity_flag and drop_pad_mode == 1 else None
+    run("aclnnMoeInitRoutingV2", x, expert_idx, int(active_num), int(expert_capacity), int(expert_num),
+        int(drop_pad_mode), int(count_flag if drop_pad_mode == 0 else 0),
+        bool(before_capacity_flag and drop_pad_mode == 1), ex, idx, cnt, before)
+    return ex, idx, cnt, before
+
+
+def init_routing_v2_grad(grad_expanded_x, expanded_row_idx, top_k, drop_pad_mode, active_num, num_rows):
+    """aclnnMoeInitRoutingV2Grad -> grad_x (num_rows, H)."""
+    H = grad_expanded_x.shape[-1]
+    out = empty((num_rows, H), grad_expanded_x.dtype)
+    run("aclnnMoeInitRoutingV2Grad", grad_expanded_x, expanded_row_idx, int(top_k), int(drop_pad_mode),
+        int(active_num), out)
+    return out
+
+
+def compute_expert_tokens(sorted_experts, num_experts):
+    out = empty((num_experts,), sorted_experts.dtype)
+    run("aclnnMoeComputeExpertTokens", sorted_experts, int(num_experts), out)
+    return out
+
+
+def gating_top_k_softmax(x, finished, k):
+    shape = tuple(x.shape[:-1]) + (k,)
+    y = empty(shape, x.dtype)
+    e = empty(shape, torch.int32)
+    r = empty(shape, torch.int32)
+    run("aclnnMoeGatingTopKSoftmax", x, finished, int(k), y, e, r)
+    return y, e, r
+
+
+def gating_top_k_softmax_v2(x, finished, k, renorm, softmax_flag):
+    shape = tuple(x.shape[:-1]) + (k,)
+    y = empty(shape, x.dtype)
+    e = empty(shape, torch.int32)
+    sm = empty(tuple(x.shape), torch.float32) if softmax_flag else None
+    run("aclnnMoeGatingTopKSoftmaxV2", x, finished, int(k), int(renorm), bool(softmax_flag), y, e, sm)
+    return y, e, sm
+
+
+def init_routing(x, row_idx, expert_idx, active_num):
+    N, H = x.shape
+    K = expert_idx.shape[1]
+    ex = empty((active_num * K, H), x.dtype)
+    ri = empty((N * K,), torch.int32)
+    ei = empty((N * K,), torch.int32)
+    run("aclnnMoeInitRouting", x, row_idx, expert_idx, int(active_num), ex, ri, ei)
+    return ex, ri, ei
+
+
+def finalize_routing(expanded_x, x1, x2, bias, scales, expanded_row_idx, expanded_expert_idx):
+    out = empty(tuple(x1.shape), expanded_x.dtype)
+    run("aclnnMoeFinalizeRouting", expanded_x, x1, x2, bias, scales, expanded_row_idx, expanded_expert_idx, out)
+    return out
+
+
+def token_permute(tokens, indices, num_out_tokens, padded_mode):
+    out = empty((num_out_tokens, tokens.shape[1]), tokens.dtype)
+    si = empty((indices.numel(),), torch.int32)
+    run("aclnnMoeTokenPermute", tokens, indices, int(num_out_tokens), bool(padded_mode), out, si)
+    return out, si
+
+
+def token_permute_grad(grad_permuted, sorted_indices, num_topk, padded_mode, num_tokens, dtype):
+    out = empty((num_tokens, grad_permuted.shape[1]), dtype)
+    run("aclnnMoeTokenPermuteGrad", grad_permuted, sorted_indices, int(num_topk), bool(padded_mode), out)
+    return out
+
+
+def token_unpermute(permuted, sorted_indices, probs, padded_mode, restore_shape):
+    k = probs.shape[1] if probs is not None else 1
+    out = empty((sorted_indices.numel() // k, permuted.shape[-1]), permuted.dtype)
+    run("aclnnMoeTokenUnpermute", permuted, sorted_indices, probs, bool(padded_mode),
+        list(restore_shape) if restore_shape is not None else [1], out)
+    return out
+
+
+def token_unpermute_grad(permuted, grad_unpermuted, sorted_indices, probs, padded_mode, restore_shape,
+                         permuted_rows, permuted_dtype):
+    gp = empty((permuted_rows, grad_unpermuted.shape[1]), permuted_dtype)
+    # Without probs torch_npu still hands a (0-d, grad-typed) probs-gradient tensor, which the
+    # operator requires but does not write; it is not returned.
+    gprob = empty(tuple(probs.shape), probs.dtype) if probs is not None else empty((), grad_unpermuted.dtype)
+    run("aclnnMoeTokenUnpermuteGrad", permuted, grad_unpermuted, sorted_indices, probs, bool(padded_mode),
+        list(restore_shape) if restore_shape is not None else [1], gp, gprob)
+    return gp, (gprob if probs is not None else None)

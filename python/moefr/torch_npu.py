@@ -12,8 +12,8 @@ permuted_tokens and probs) plus, beyond torch_npu, npu_moe_init_routing_v2 (x, t
 aclnnMoeInitRoutingV2Grad) and npu_moe_finalize_routing (expanded_permuted_rows, skip1, skip2, bias,
 scales, through aclnnMoeFinalizeRoutingV2Grad). Where torch_npu's wrapper differs from the aclnn
 operator (npu_moe_init_routing_v2 is aclnnMoeInitRoutingV3's interface), the wrapper is followed and
-translated onto the operator moefr has. (npu_moe_init_routing, the first version, is not here yet:
-see docs/CANN_COMPAT.md.) Errors: MoefrError (a ValueError) carrying the library's
+translated onto the operator moefr has. npu_moe_init_routing (the first version) has no gradient,
+in torch_npu or here. Errors: MoefrError (a ValueError) carrying the library's
 message, or ValueError/TypeError for what torch_npu's wrapper itself rejects."""
 
 import torch
@@ -21,10 +21,12 @@ from torch.autograd.function import once_differentiable
 
 from . import _routing
 from ._lib import MoefrError  # noqa: F401
+from ._npu_init_routing import npu_moe_init_routing
 from ._npu_gating import npu_moe_gating_top_k_softmax, npu_moe_gating_top_k_softmax_v2
 from ._npu_permute import npu_moe_token_permute, npu_moe_token_unpermute
 
-__all__ = ["npu_moe_gating_top_k_softmax", "npu_moe_gating_top_k_softmax_v2", "npu_moe_init_routing_v2",
+__all__ = ["npu_moe_gating_top_k_softmax", "npu_moe_gating_top_k_softmax_v2", "npu_moe_init_routing",
+           "npu_moe_init_routing_v2",
            "npu_moe_compute_expert_tokens", "npu_moe_token_permute", "npu_moe_token_unpermute",
            "npu_moe_finalize_routing"]
 

@@ -300,6 +300,7 @@ SCHEMAS = [
     "npu_moe_token_permute(Tensor tokens, Tensor indices, int? num_out_tokens=None, bool padded_mode=False)",
     "npu_moe_token_unpermute(Tensor permuted_tokens, Tensor sorted_indices, Tensor? probs=None, "
     "bool padded_mode=False, int[]? restore_shape=None)",
+    "npu_moe_init_routing(Tensor x, Tensor row_idx, Tensor expert_idx, int active_num)",
     "npu_moe_init_routing_v2(Tensor x, Tensor expert_idx, *, Tensor? scale=None, Tensor? offset=None, "
     "int active_num=-1, int expert_capacity=-1, int expert_num=-1, int drop_pad_mode=0, "
     "int expert_tokens_num_type=0, bool expert_tokens_num_flag=False, int quant_mode=-1, "

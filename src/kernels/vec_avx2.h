@@ -17,6 +17,7 @@
 
 typedef struct { __m256 v[2]; } mf_vf;
 typedef struct { __m256d v[2]; } mf_vd;
+typedef __m256i mf_vm; /* 8 running minima (two fp32 halves share one register) */
 
 /* 8 elements widened exactly to fp32. */
 MF_INLINE __m256 a2_ld8(mf_dt dt, const void *p, size_t j) {
@@ -44,6 +45,43 @@ MF_INLINE mf_vf vf_set1(float s) {
 MF_INLINE mf_vf vf_mul(mf_vf a, mf_vf b) {
     mf_vf r = {{_mm256_mul_ps(a.v[0], b.v[0]), _mm256_mul_ps(a.v[1], b.v[1])}};
     return r;
+}
+
+MF_INLINE mf_vf vf_zero(void) { return vf_set1(0.0f); }
+MF_INLINE mf_vf vf_add(mf_vf a, mf_vf b) {
+    mf_vf r = {{_mm256_add_ps(a.v[0], b.v[0]), _mm256_add_ps(a.v[1], b.v[1])}};
+    return r;
+}
+MF_INLINE mf_vf vf_madd_exact(mf_vf a, mf_vf x, mf_vf g) {
+    mf_vf r = {{_mm256_fmadd_ps(x.v[0], g.v[0], a.v[0]), _mm256_fmadd_ps(x.v[1], g.v[1], a.v[1])}};
+    return r;
+}
+MF_INLINE mf_vf vf_ldu(const float *p) {
+    mf_vf r = {{_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}};
+    return r;
+}
+MF_INLINE void vf_stu(float *p, mf_vf a) {
+    _mm256_storeu_ps(p, a.v[0]);
+    _mm256_storeu_ps(p + 8, a.v[1]);
+}
+MF_INLINE int vf_finite(mf_vf a) {
+    const __m256i e = _mm256_set1_epi32(0x7F800000);
+    __m256i m = _mm256_or_si256(_mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(a.v[0]), e), e),
+                                _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(a.v[1]), e), e));
+    return _mm256_testz_si256(m, m);
+}
+MF_INLINE mf_vm vm_init(void) { return _mm256_set1_epi32(-1); }
+MF_INLINE mf_vm vm_nzmin(mf_vm m, mf_vf a) {
+    const __m256i mag = _mm256_set1_epi32(0x7FFFFFFF), one = _mm256_set1_epi32(1);
+    __m256i u0 = _mm256_sub_epi32(_mm256_and_si256(_mm256_castps_si256(a.v[0]), mag), one);
+    __m256i u1 = _mm256_sub_epi32(_mm256_and_si256(_mm256_castps_si256(a.v[1]), mag), one);
+    return _mm256_min_epu32(m, _mm256_min_epu32(u0, u1));
+}
+MF_INLINE uint32_t vm_hmin(mf_vm m) {
+    __m128i h = _mm_min_epu32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
+    h = _mm_min_epu32(h, _mm_shuffle_epi32(h, _MM_SHUFFLE(1, 0, 3, 2)));
+    h = _mm_min_epu32(h, _mm_shuffle_epi32(h, _MM_SHUFFLE(2, 3, 0, 1)));
+    return (uint32_t)_mm_cvtsi128_si32(h);
 }
 
 /* fp32 -> bf16 bits in the low half of each 32-bit lane: RNE, NaN quieted as fp.h. */
@@ -114,6 +152,13 @@ MF_INLINE mf_vd vd_mul(mf_vd a, mf_vd b) {
 MF_INLINE mf_vd vd_madd_exact(mf_vd a, mf_vd t, mf_vd g) {
     mf_vd r = {{_mm256_fmadd_pd(t.v[0], g.v[0], a.v[0]), _mm256_fmadd_pd(t.v[1], g.v[1], a.v[1])}};
     return r;
+}
+MF_INLINE mf_vd vd_fold16(mf_vd a, mf_vf s) {
+    a.v[0] = _mm256_add_pd(a.v[0], _mm256_cvtps_pd(_mm256_castps256_ps128(s.v[0])));
+    a.v[1] = _mm256_add_pd(a.v[1], _mm256_cvtps_pd(_mm256_extractf128_ps(s.v[0], 1)));
+    a.v[0] = _mm256_add_pd(a.v[0], _mm256_cvtps_pd(_mm256_castps256_ps128(s.v[1])));
+    a.v[1] = _mm256_add_pd(a.v[1], _mm256_cvtps_pd(_mm256_extractf128_ps(s.v[1], 1)));
+    return a;
 }
 
 /* Forward layout. fp32/fp16: element order. bf16: a bf16 pair in a 32-bit

@@ -277,7 +277,7 @@ void ref_grad(const ref_grad_in *in, ref_grad_out *out) {
             double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
             long double exact = 0, mag = 0;
             if (x != NULL || b != NULL) {
-                ref_dot_canon(in->dt == REF_F16, x, b, g, H, lane); /* ref_dot.h: the documented order */
+                ref_dot_canon(in->dt == REF_F16, in->dt == REF_BF16, x, b, g, H, lane); /* ref_dot.h: the documented order */
                 for (int64_t j = 0; j < H; j++) {
                     long double te = (x ? (long double)x[j] : 0.0L) + (b ? (long double)b[j] : 0.0L);
                     exact += te * (long double)g[j];

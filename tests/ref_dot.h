@@ -11,10 +11,11 @@
 #define REF_DOT_BLOCK 128 /* elements per fp32 block */
 
 /* The sums of one slot: x (or NULL), b (or NULL) and g hold the exact values
- * (each exact in fp32) of elements 0..n-1; is_f16: the data dtype is fp16
- * (its products cannot leave fp32's normal range, so it has no range test).
+ * (each exact in fp32) of elements 0..n-1; is_f16 / is_bf16: the data dtype
+ * (fp16's products cannot leave fp32's normal range, so it has no range test;
+ * bf16's test looks at x and b themselves with a 2^8 margin, fp32's at f).
  * acc[0..7] are the eight fp64 sums, updated in place. */
-static inline void ref_dot_canon(int is_f16, const double *x, const double *b, const double *g, int64_t n,
+static inline void ref_dot_canon(int is_f16, int is_bf16, const double *x, const double *b, const double *g, int64_t n,
                                  double acc[8]) {
     if (!x && !b) return;
     for (int64_t b0 = 0; b0 < n; b0 += REF_DOT_BLOCK) {
@@ -26,12 +27,17 @@ static inline void ref_dot_canon(int is_f16, const double *x, const double *b, c
             if (x && b) f = f + (float)b[j];     /* one fp32 rounding */
             float p = f * (float)g[j];            /* one fp32 rounding (exact for 16-bit x alone) */
             S[j % 16] = S[j % 16] + p;
-            if (f != 0 && fabs(f) < mf) mf = fabs(f);
+            if (is_bf16) { /* the inputs themselves */
+                if (x && x[j] != 0 && fabs(x[j]) < mf) mf = fabs(x[j]);
+                if (b && b[j] != 0 && fabs(b[j]) < mf) mf = fabs(b[j]);
+            } else if (f != 0 && fabs(f) < mf) {
+                mf = fabs(f);
+            }
             if (g[j] != 0 && fabs(g[j]) < mg) mg = fabs(g[j]);
         }
         int ok = 1;
         for (int l = 0; l < 16; l++) ok = ok && isfinite(S[l]);
-        if (ok && !is_f16 && mf < INFINITY && mg < INFINITY) ok = mf * mg >= 0x1p-126;
+        if (ok && !is_f16 && mf < INFINITY && mg < INFINITY) ok = mf * mg >= (is_bf16 ? 0x1p-118 : 0x1p-126);
         if (ok) {
             for (int l = 0; l < 8; l++) acc[l] = (acc[l] + (double)S[l]) + (double)S[l + 8];
         } else {

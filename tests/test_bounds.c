@@ -165,9 +165,9 @@ static void problems(const mf_ukernels *t, int dt, int bias) {
      * b = -2^-50, so x + b = m 2^-73 (13 bits); times a 24-bit g near 2^-76
      * the product (~2^-136) needs bits far below 2^-149: rounded there its
      * relative error reaches 2^-14, although |x| |g| >= 2^-126, so a range
-     * test on x and b instead of x + b passes this block. (For bf16 such a
-     * test happens to suffice: cancellation costs x + b as many bits as
-     * magnitude, and its products stay exact; the row runs as coverage.) */
+     * test on x and b instead of x + b passes this block. (bf16's test does
+     * look at x and b, with a 2^8 margin: x + b, if not 0, is >= 2^-8
+     * min(|x|, |b|); its row here sits near that margin.) */
     if (bias && dt != MF_F16) {
         alloc(&p, "bias cancelling into the subnormal range", dt, bias, 520);
         for (size_t j = 0; j < p.n; j++) {
@@ -175,8 +175,8 @@ static void problems(const mf_ukernels *t, int dt, int bias) {
                 p.x[j] = 0x1p-50 + (double)(4096 + rnd() % 4096) * 0x1p-73, p.b[j] = -0x1p-50;
                 p.g[j] = (1 + (double)(rnd() % (1u << 23)) * 0x1p-23) * 0x1p-76;
             } else {
-                p.x[j] = (1 + (double)(rnd() % 128) * 0x1p-7) * 0x1p-60, p.b[j] = -0x1p-60;
-                p.g[j] = (1 + (double)(rnd() % 128) * 0x1p-7) * 0x1p-70;
+                p.x[j] = (1 + (double)(rnd() % 128) * 0x1p-7) * 0x1p-50, p.b[j] = -0x1p-50;
+                p.g[j] = (1 + (double)(rnd() % 128) * 0x1p-7) * 0x1p-68 * (rnd() % 3 ? 1 : 0x1p-8);
             }
         }
         done(t, &p);

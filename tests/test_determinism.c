@@ -130,7 +130,7 @@ static void make(buf *b, const cfg *c) {
             vb[j] = c->has_bias ? get(c->dt, b->bias, b->eidx[i] * H + j) : 0;
         }
         /* gradScales in the canonical order (ref_dot.h) */
-        ref_dot_canon(c->dt == ACL_FLOAT16, kept ? vx : NULL, c->has_bias ? vb : NULL, vg, H, lane);
+        ref_dot_canon(c->dt == ACL_FLOAT16, c->dt == ACL_BF16, kept ? vx : NULL, c->has_bias ? vb : NULL, vg, H, lane);
         double sum = ref_dot_reduce(lane);
         put(gsd, b->want_gs, i, sum);
     }

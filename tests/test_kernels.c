@@ -102,7 +102,7 @@ static void check_scalar_reference(int dt, size_t n, const void *g, float s, con
     double *vx = malloc(n * sizeof(double) + 8), *vb = malloc(n * sizeof(double) + 8),
            *vg = malloc(n * sizeof(double) + 8);
     for (size_t j = 0; j < n; j++) vx[j] = get(dt, x, j), vb[j] = get(dt, b, j), vg[j] = get(dt, g, j);
-    ref_dot_canon(dt == MF_F16, vx, vb, vg, (int64_t)n, want); /* the documented order (ref_dot.h) */
+    ref_dot_canon(dt == MF_F16, dt == MF_BF16, vx, vb, vg, (int64_t)n, want); /* the documented order (ref_dot.h) */
     free(vx), free(vb), free(vg);
     for (int l = 0; l < 8; l++)
         if (memcmp(&acc[l], &want[l], 8) != 0 && !(acc[l] != acc[l] && want[l] != want[l]))

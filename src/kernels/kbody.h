@@ -45,27 +45,37 @@ MF_INLINE float k_normal_bound(const float *s, int q) {
     return t;
 }
 
-/* A factor's or g's magnitude bits minus one (zero wraps to the largest
- * value), so an unsigned minimum skips zeros: vm_nzmin's lane operation. */
+/* A value's magnitude bits minus one (zero wraps to the largest value), so
+ * an unsigned minimum skips zeros: vm_nzmin's (fp32) and vm_nzmin16's (the
+ * raw bf16 patterns) lane operations. */
 MF_INLINE uint32_t k_nzbits(float v) { return (mf_f32_bits(v) & 0x7FFFFFFFu) - 1u; }
+MF_INLINE uint32_t k_nz16(const void *p, size_t j) {
+    return ((uint32_t)(((const uint16_t *)p)[j] & 0x7FFFu) - 1u) & 0xFFFFu;
+}
+/* Such a minimum as a magnitude; +inf when every value was zero. */
+MF_INLINE double k_min_mag(mf_dt dt, uint32_t m) {
+    if (dt == MF_BF16) return m >= 0xFFFFu ? __builtin_inf() : (double)mf_bits_f32((m + 1u) << 16);
+    return m == 0xFFFFFFFFu ? __builtin_inf() : (double)mf_bits_f32(m + 1u);
+}
 
-/* The block test of the canonical order: the fp32 sums are kept when they
- * are finite (no operation overflowed) and no product of two non-zero
- * factors lies below 2^-126 (none was rounded in the subnormal range):
- * min |factor| * min |g| over the block's non-zero values, exact in fp64.
- * fp16 needs no minimum: its values are >= 2^-24, so every product is
- * >= 2^-48 (docs/DESIGN.md). mv, mg: k_nzbits minima, ~0u for "all zero". */
-MF_INLINE int k_block_ok(mf_dt dt, mf_vf S, uint32_t mv, uint32_t mg) {
+/* The block test of the canonical order (docs/DESIGN.md): the fp32 sums are
+ * kept when they are finite (no operation overflowed) and no product can
+ * have been rounded in fp32's subnormal range: fp32 data: min |f| * min |g|
+ * >= 2^-126 over the block's non-zero f (x, b or fl32(x + b)) and g; bf16
+ * data: min |x|, |b| * min |g| >= 2^-118 over the non-zero inputs
+ * themselves (x + b, if not 0, is >= 2^-8 min(|x|, |b|)); fp16: no minimum
+ * (its products are >= 2^-48). mv, mg: magnitudes (k_min_mag), exact. */
+MF_INLINE int k_block_ok(mf_dt dt, mf_vf S, double mv, double mg) {
     if (!vf_finite(S)) return 0;
-    if (dt == MF_F16 || mv == 0xFFFFFFFFu || mg == 0xFFFFFFFFu) return 1;
-    return (double)mf_bits_f32(mv + 1u) * (double)mf_bits_f32(mg + 1u) >= 0x1p-126;
+    if (dt == MF_F16) return 1;
+    return mv * mg >= (dt == MF_BF16 ? 0x1p-118 : 0x1p-126); /* inf * x: a zero row passes */
 }
 
 /* One slot's dot terms of the 32 elements at j into its fp32 lane sums S
  * (elements j..j+15 onto lanes 0..15, then j+16..j+31), and the factors'
  * minimum into M when chk. Every term is fp32 mul, then fp32 add, on every
  * layer, so even a block that fails the test has the same sums everywhere
- * (the test reads them). Only for fp16 without bias may a layer fuse: the
+ * (the test reads them). The minima: of f (fp32), of the raw x and b (bf16). Only for fp16 without bias may a layer fuse: the
  * product of two fp16 values is exact in fp32 (<= 22 significant bits,
  * magnitude in [2^-48, 2^32]), so fused or not the sum is the same. */
 MF_INLINE void k_dot32(mf_dt dt, mf_vf *S, mf_vm *M, mf_vf g0, mf_vf g1, const void *x, const void *b, size_t j,
@@ -77,7 +87,12 @@ MF_INLINE void k_dot32(mf_dt dt, mf_vf *S, mf_vm *M, mf_vf g0, mf_vf g1, const v
         if (has_x && has_b) f = vf_add(f, vf_ld(dt, b, o));
         if (dt == MF_F16 && !(has_x && has_b)) *S = vf_madd_exact(*S, f, gv);
         else *S = vf_add(*S, vf_mul(f, gv));
-        if (chk) *M = vm_nzmin(*M, f);
+        if (chk && dt == MF_BF16) {
+            *M = vm_nzmin16(*M, has_x ? x : b, o);
+            if (has_x && has_b) *M = vm_nzmin16(*M, b, o);
+        } else if (chk) {
+            *M = vm_nzmin(*M, f);
+        }
     }
 }
 
@@ -95,7 +110,13 @@ MF_INLINE void k_tail(mf_dt dt, const void *g, float s, void *out, const void *x
         if (x && b) f = f + mf_ld_dt(dt, b, j);
         const float p = f * gv;
         t[j & 15] = t[j & 15] + p;
-        const uint32_t uf = k_nzbits(f), ug = k_nzbits(gv);
+        uint32_t uf, ug;
+        if (dt == MF_BF16) {
+            uf = k_nz16(x ? x : b, j), ug = k_nz16(g, j);
+            if (x && b && k_nz16(b, j) < uf) uf = k_nz16(b, j);
+        } else {
+            uf = k_nzbits(f), ug = k_nzbits(gv);
+        }
         if (uf < *mv) *mv = uf;
         if (ug < *mg) *mg = ug;
     }
@@ -142,7 +163,8 @@ MF_INLINE void k_body(mf_dt dt, const int Q, const int shared_g, const int has_o
             int normal = 0;
             if (shared_g) {
                 g0 = vf_ld(dt, g[0], j), g1 = vf_ld(dt, g[0], j + 16);
-                if (chk) MG[0] = vm_nzmin(vm_nzmin(MG[0], g0), g1);
+                if (chk && dt == MF_BF16) MG[0] = vm_nzmin16(vm_nzmin16(MG[0], g[0], j), g[0], j + 16);
+                else if (chk) MG[0] = vm_nzmin(vm_nzmin(MG[0], g0), g1);
 #if MF_V_NORMAL_HINT
                 if (has_out && dt == MF_BF16) normal = !vf_abs_below(g0, g1, bound[0]);
 #endif
@@ -150,7 +172,8 @@ MF_INLINE void k_body(mf_dt dt, const int Q, const int shared_g, const int has_o
             MF_UNROLL_Q for (int i = 0; i < Q; i++) {
                 if (!shared_g) {
                     g0 = vf_ld(dt, g[i], j), g1 = vf_ld(dt, g[i], j + 16);
-                    if (chk) MG[i] = vm_nzmin(vm_nzmin(MG[i], g0), g1);
+                    if (chk && dt == MF_BF16) MG[i] = vm_nzmin16(vm_nzmin16(MG[i], g[i], j), g[i], j + 16);
+                    else if (chk) MG[i] = vm_nzmin(vm_nzmin(MG[i], g0), g1);
 #if MF_V_NORMAL_HINT
                     if (has_out && dt == MF_BF16) normal = !vf_abs_below(g0, g1, bound[i]);
 #endif
@@ -170,10 +193,12 @@ MF_INLINE void k_body(mf_dt dt, const int Q, const int shared_g, const int has_o
         for (int i = 0; i < Q; i++) {
             uint32_t v = mv[i], w = mg[i];
             if (chk) {
-                const uint32_t hv = vm_hmin(M[i]), hg = vm_hmin(MG[shared_g ? 0 : i]);
+                const mf_vm gm = MG[shared_g ? 0 : i];
+                const uint32_t hv = dt == MF_BF16 ? vm_hmin16(M[i]) : vm_hmin(M[i]);
+                const uint32_t hg = dt == MF_BF16 ? vm_hmin16(gm) : vm_hmin(gm);
                 v = hv < v ? hv : v, w = hg < w ? hg : w;
             }
-            if (k_block_ok(dt, S[i], v, w)) vd_stu(acc[i], vd_fold16(vd_ldu(acc[i]), S[i]));
+            if (k_block_ok(dt, S[i], k_min_mag(dt, v), k_min_mag(dt, w))) vd_stu(acc[i], vd_fold16(vd_ldu(acc[i]), S[i]));
             else
                 mf_scale_dot_tail(dt, g[shared_g ? 0 : i], 0.0f, NULL, has_x ? x[i] : NULL, has_b ? b[i] : NULL, b0,
                                   b1, acc[i]);

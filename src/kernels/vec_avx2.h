@@ -77,6 +77,15 @@ MF_INLINE mf_vm vm_nzmin(mf_vm m, mf_vf a) {
     __m256i u1 = _mm256_sub_epi32(_mm256_and_si256(_mm256_castps_si256(a.v[1]), mag), one);
     return _mm256_min_epu32(m, _mm256_min_epu32(u0, u1));
 }
+MF_INLINE mf_vm vm_nzmin16(mf_vm m, const void *p, size_t j) {
+    __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)p + j));
+    h = _mm256_sub_epi16(_mm256_and_si256(h, _mm256_set1_epi16(0x7FFF)), _mm256_set1_epi16(1));
+    return _mm256_min_epu16(m, h);
+}
+MF_INLINE uint32_t vm_hmin16(mf_vm m) {
+    __m128i h = _mm_min_epu16(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
+    return (uint32_t)_mm_cvtsi128_si32(_mm_minpos_epu16(h)) & 0xFFFFu;
+}
 MF_INLINE uint32_t vm_hmin(mf_vm m) {
     __m128i h = _mm_min_epu32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
     h = _mm_min_epu32(h, _mm_shuffle_epi32(h, _MM_SHUFFLE(1, 0, 3, 2)));

@@ -49,6 +49,17 @@ MF_INLINE mf_vm vm_nzmin(mf_vm m, mf_vf a) {
                                  _mm512_set1_epi32(1));
     return _mm512_min_epu32(m, u);
 }
+/* 16-bit minima in the low 256 bits. */
+MF_INLINE mf_vm vm_nzmin16(mf_vm m, const void *p, size_t j) {
+    __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)p + j));
+    h = _mm256_sub_epi16(_mm256_and_si256(h, _mm256_set1_epi16(0x7FFF)), _mm256_set1_epi16(1));
+    return _mm512_inserti64x4(m, _mm256_min_epu16(_mm512_castsi512_si256(m), h), 0);
+}
+MF_INLINE uint32_t vm_hmin16(mf_vm m) {
+    __m256i l = _mm512_castsi512_si256(m);
+    __m128i h = _mm_min_epu16(_mm256_castsi256_si128(l), _mm256_extracti128_si256(l, 1));
+    return (uint32_t)_mm_cvtsi128_si32(_mm_minpos_epu16(h)) & 0xFFFFu;
+}
 MF_INLINE uint32_t vm_hmin(mf_vm m) { return (uint32_t)_mm512_reduce_min_epu32(m); }
 
 /* fp32 -> bf16 in integer arithmetic: round to nearest even, NaN -> quiet NaN. */

@@ -76,6 +76,15 @@ MF_INLINE mf_vm vm_nzmin(mf_vm m, mf_vf a) {
         m = vminq_u32(m, vsubq_u32(vandq_u32(vreinterpretq_u32_f32(a.v[q]), vdupq_n_u32(0x7FFFFFFFu)), vdupq_n_u32(1)));
     return m;
 }
+MF_INLINE mf_vm vm_nzmin16(mf_vm m, const void *p, size_t j) {
+    uint16x8_t r = vreinterpretq_u16_u32(m);
+    for (int q = 0; q < 2; q++) {
+        uint16x8_t h = vld1q_u16((const uint16_t *)p + j + 8 * (size_t)q);
+        r = vminq_u16(r, vsubq_u16(vandq_u16(h, vdupq_n_u16(0x7FFF)), vdupq_n_u16(1)));
+    }
+    return vreinterpretq_u32_u16(r);
+}
+MF_INLINE uint32_t vm_hmin16(mf_vm m) { return vminvq_u16(vreinterpretq_u16_u32(m)); }
 MF_INLINE uint32_t vm_hmin(mf_vm m) { return vminvq_u32(m); }
 
 /* fp32 -> bf16 bits in each 32-bit lane's low half: RNE, NaN quieted as fp.h. */

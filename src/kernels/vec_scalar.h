@@ -71,6 +71,18 @@ MF_INLINE mf_vm vm_nzmin(mf_vm m, mf_vf a) {
     }
     return m;
 }
+MF_INLINE mf_vm vm_nzmin16(mf_vm m, const void *p, size_t j) {
+    for (int l = 0; l < 16; l++) {
+        uint32_t u = (uint32_t)((((const uint16_t *)p)[j + (size_t)l] & 0x7FFFu) - 1u) & 0xFFFFu;
+        m.v[l] = u < m.v[l] ? u : m.v[l];
+    }
+    return m;
+}
+MF_INLINE uint32_t vm_hmin16(mf_vm m) {
+    uint32_t r = 0xFFFFu;
+    for (int l = 0; l < 16; l++) r = m.v[l] < r ? m.v[l] : r;
+    return r;
+}
 MF_INLINE uint32_t vm_hmin(mf_vm m) {
     uint32_t r = m.v[0];
     for (int l = 1; l < 16; l++) r = m.v[l] < r ? m.v[l] : r;

@@ -13,11 +13,16 @@
 /* The sums of one slot: x (or NULL), b (or NULL) and g hold the exact values
  * (each exact in fp32) of elements 0..n-1; is_f16 / is_bf16: the data dtype
  * (fp16's products cannot leave fp32's normal range, so it has no range test;
- * bf16's test looks at x and b themselves with a 2^8 margin, fp32's at f).
+ * bf16's test looks at x and b themselves with a 2^8 margin, fp32's at f;
+ * fp32 with x or b alone sums every term in fp64, lane j % 8).
  * acc[0..7] are the eight fp64 sums, updated in place. */
 static inline void ref_dot_canon(int is_f16, int is_bf16, const double *x, const double *b, const double *g, int64_t n,
                                  double acc[8]) {
     if (!x && !b) return;
+    if (!is_f16 && !is_bf16 && !(x && b)) { /* fp32, one factor: every term in fp64 */
+        for (int64_t j = 0; j < n; j++) acc[j % 8] = acc[j % 8] + (x ? x[j] : b[j]) * g[j];
+        return;
+    }
     for (int64_t b0 = 0; b0 < n; b0 += REF_DOT_BLOCK) {
         const int64_t b1 = n - b0 < REF_DOT_BLOCK ? n : b0 + REF_DOT_BLOCK;
         float S[16] = {0};

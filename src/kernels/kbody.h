@@ -96,6 +96,15 @@ MF_INLINE void k_dot32(mf_dt dt, mf_vf *S, mf_vm *M, mf_vf g0, mf_vf g1, const v
     }
 }
 
+/* fp32 data with one factor (x or b alone): the terms in fp64, the order
+ * before issue 13 (a widened fp32 value times another is exact in fp64, so
+ * a fused multiply-add gives the bits of mul then add). 32 elements at j,
+ * gd = g widened, onto the eight fp64 sums a: elements j..j+7, j+8.., ... */
+MF_INLINE mf_vd k_dot64(mf_dt dt, mf_vd a, const mf_vd gd[4], const void *f, size_t j) {
+    MF_UNROLL_4 for (int v = 0; v < 4; v++) a = vd_madd_exact(a, vd_ld(dt, f, j + 8 * (size_t)v), gd[v]);
+    return a;
+}
+
 /* Elements [j, e) of one slot one at a time (the call's last n % 32):
  * out as scale, the terms onto lane (element % 16) of S, minima into *mv, *mg. */
 MF_INLINE void k_tail(mf_dt dt, const void *g, float s, void *out, const void *x, const void *b, size_t j, size_t e,
@@ -134,11 +143,18 @@ MF_INLINE void k_tail(mf_dt dt, const void *g, float s, void *out, const void *x
  * at the block's end the block test (k_block_ok) keeps those sums, added to
  * the slot's eight fp64 sums as acc[l] = (acc[l] + S[l]) + S[l + 8], or
  * rejects them, and then the block's terms are formed and added in fp64 one
- * element at a time to acc[j % 8] (mf_scale_dot_tail without out). */
+ * element at a time to acc[j % 8] (mf_scale_dot_tail without out). fp32
+ * data with x or b alone uses that fp64 form for every element (f64). */
 MF_INLINE void k_body(mf_dt dt, const int Q, const int shared_g, const int has_out, const int has_x, const int has_b,
                       const void *const *g, const float *s, void *const *out, const void *const *x,
                       const void *const *b, size_t n, double (*acc)[8], int nt) {
-    const int dot = has_x || has_b, chk = dot && dt != MF_F16;
+    /* f64: fp32 data, one factor: every term in fp64 (cheaper than fp32 blocks
+     * with their range test on AVX2: two widenings and two FMAs per 8). */
+    const int dot = has_x || has_b, f64 = dot && dt == MF_F32 && !(has_x && has_b);
+    const int blk = dot && !f64, chk = blk && dt != MF_F16;
+    mf_vd a64[MF_V_QMAX];
+    if (f64) MF_UNROLL_Q for (int i = 0; i < Q; i++) a64[i] = vd_ldu(acc[i]);
+    size_t jt = n; /* where the call's last n % 32 elements start */
     if (!MF_V_NT || !has_out || (Q > 1 && !MF_V_NT_MULTIROW)) nt = 0; /* nt permits, never obliges */
     for (int i = 0; nt && i < Q; i++)
         if ((uintptr_t)out[i] & 63) nt = 0; /* streaming stores write whole, aligned lines */
@@ -160,9 +176,11 @@ MF_INLINE void k_body(mf_dt dt, const int Q, const int shared_g, const int has_o
         size_t j = b0;
         for (; j + 32 <= b1; j += 32) {
             mf_vf g0, g1;
+            mf_vd gd[4];
             int normal = 0;
             if (shared_g) {
                 g0 = vf_ld(dt, g[0], j), g1 = vf_ld(dt, g[0], j + 16);
+                if (f64) MF_UNROLL_4 for (int v = 0; v < 4; v++) gd[v] = vd_ld(dt, g[0], j + 8 * (size_t)v);
                 if (chk && dt == MF_BF16) MG[0] = vm_nzmin16(vm_nzmin16(MG[0], g[0], j), g[0], j + 16);
                 else if (chk) MG[0] = vm_nzmin(vm_nzmin(MG[0], g0), g1);
 #if MF_V_NORMAL_HINT
@@ -172,6 +190,7 @@ MF_INLINE void k_body(mf_dt dt, const int Q, const int shared_g, const int has_o
             MF_UNROLL_Q for (int i = 0; i < Q; i++) {
                 if (!shared_g) {
                     g0 = vf_ld(dt, g[i], j), g1 = vf_ld(dt, g[i], j + 16);
+                    if (f64) MF_UNROLL_4 for (int v = 0; v < 4; v++) gd[v] = vd_ld(dt, g[i], j + 8 * (size_t)v);
                     if (chk && dt == MF_BF16) MG[i] = vm_nzmin16(vm_nzmin16(MG[i], g[i], j), g[i], j + 16);
                     else if (chk) MG[i] = vm_nzmin(vm_nzmin(MG[i], g0), g1);
 #if MF_V_NORMAL_HINT
@@ -179,17 +198,20 @@ MF_INLINE void k_body(mf_dt dt, const int Q, const int shared_g, const int has_o
 #endif
                 }
                 if (has_out) vf_st32(dt, out[i], j, vf_mul(g0, vs[i]), vf_mul(g1, vs[i]), nt, normal);
-                if (dot) k_dot32(dt, &S[i], &M[i], g0, g1, has_x ? x[i] : NULL, has_b ? b[i] : NULL, j, has_x, has_b,
+                if (blk) k_dot32(dt, &S[i], &M[i], g0, g1, has_x ? x[i] : NULL, has_b ? b[i] : NULL, j, has_x, has_b,
                                  chk);
+                if (f64) a64[i] = k_dot64(dt, a64[i], gd, has_x ? x[i] : b[i], j);
             }
         }
         uint32_t mv[MF_V_QMAX], mg[MF_V_QMAX];
         for (int i = 0; i < Q; i++) mv[i] = mg[i] = 0xFFFFFFFFu;
-        if (j < b1) /* the call's last n % 32 elements */
+        if (j < b1) { /* the call's last n % 32 elements */
+            jt = j;
             for (int i = 0; i < Q; i++)
                 k_tail(dt, g[shared_g ? 0 : i], s[i], has_out ? out[i] : NULL, has_x ? x[i] : NULL,
-                       has_b ? b[i] : NULL, j, b1, &S[i], &mv[i], &mg[i], dot);
-        if (!dot) continue;
+                       has_b ? b[i] : NULL, j, b1, &S[i], &mv[i], &mg[i], blk);
+        }
+        if (!blk) continue;
         for (int i = 0; i < Q; i++) {
             uint32_t v = mv[i], w = mg[i];
             if (chk) {
@@ -204,6 +226,12 @@ MF_INLINE void k_body(mf_dt dt, const int Q, const int shared_g, const int has_o
                                   b1, acc[i]);
         }
     }
+    if (f64)
+        for (int i = 0; i < Q; i++) {
+            vd_stu(acc[i], a64[i]);
+            if (jt < n) mf_scale_dot_tail(dt, g[shared_g ? 0 : i], 0.0f, NULL, has_x ? x[i] : NULL, has_b ? b[i] : NULL,
+                                          jt, n, acc[i]);
+        }
 }
 
 /* One slot, every (out, x, b) presence pattern its own loop (no tests inside). */

@@ -108,7 +108,17 @@ MF_INLINE __m256i a2_narrow16(mf_dt dt, mf_vf v) {
         return _mm256_set_m128i(_mm256_cvtps_ph(v.v[1], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
                                 _mm256_cvtps_ph(v.v[0], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     /* packus interleaves 128-bit halves: the qword permute restores element order */
-    __m256i p = _mm256_packus_epi32(a2_bf16_rne(v.v[0]), a2_bf16_rne(v.v[1]));
+    __m256i p;
+    __m256 un = _mm256_or_ps(_mm256_cmp_ps(v.v[0], v.v[0], _CMP_UNORD_Q), _mm256_cmp_ps(v.v[1], v.v[1], _CMP_UNORD_Q));
+    if (__builtin_expect(_mm256_testz_ps(un, un), 1)) { /* no NaN: the rounding alone (same bits) */
+        const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7FFF);
+        __m256i u0 = _mm256_castps_si256(v.v[0]), u1 = _mm256_castps_si256(v.v[1]);
+        u0 = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u0, bias), _mm256_and_si256(_mm256_srli_epi32(u0, 16), one)), 16);
+        u1 = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u1, bias), _mm256_and_si256(_mm256_srli_epi32(u1, 16), one)), 16);
+        p = _mm256_packus_epi32(u0, u1);
+    } else {
+        p = _mm256_packus_epi32(a2_bf16_rne(v.v[0]), a2_bf16_rne(v.v[1]));
+    }
     return _mm256_permute4x64_epi64(p, _MM_SHUFFLE(3, 1, 2, 0));
 }
 MF_INLINE void a2_st32b(void *p, __m256i v, int nt) {

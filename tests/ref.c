@@ -1,6 +1,7 @@
 /* ref.c - the test oracle for aclnnMoeFinalizeRoutingV2Grad: plain loops from
  * SPEC section 4 and three independent ways to round, checked against each other. */
 #include "ref.h"
+#include "ref_dot.h"
 
 #include <float.h>
 #include <math.h>
@@ -276,15 +277,14 @@ void ref_grad(const ref_grad_in *in, ref_grad_out *out) {
             double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
             long double exact = 0, mag = 0;
             if (x != NULL || b != NULL) {
+                ref_dot_canon(in->dt == REF_F16, in->dt == REF_BF16, x, b, g, H, lane); /* ref_dot.h: the documented order */
                 for (int64_t j = 0; j < H; j++) {
-                    double t = x && b ? x[j] + b[j] : x ? x[j] : b[j];
-                    lane[j % 8] += t * g[j];
                     long double te = (x ? (long double)x[j] : 0.0L) + (b ? (long double)b[j] : 0.0L);
                     exact += te * (long double)g[j];
                     mag += fabsl(te) * fabsl((long double)g[j]);
                 }
             }
-            double canon = ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+            double canon = ref_dot_reduce(lane);
             out->gs[i] = ref_round(in->gs_dt, canon);
             out->gs_exact[i] = exact;
             out->gs_mag[i] = mag;

@@ -1,5 +1,5 @@
 /* test_determinism.c - the operator's bits against the SPEC section 4 numerics
- * recomputed here (float64, canonical lane order), under whatever MOEFR_ISA and
+ * recomputed here (the canonical order of ref_dot.h), under whatever MOEFR_ISA and
  * MOEFR_NUM_THREADS CTest sets, also from several user threads at once. */
 #include <math.h>
 #include <pthread.h>
@@ -13,6 +13,7 @@
 #include "acl/acl.h"
 #include "aclnnop/aclnn_moe_finalize_routing_v2_grad.h"
 #include "moefr/moefr.h"
+#include "ref_dot.h"
 #include "ref_fp.h"
 
 typedef struct cfg {
@@ -109,6 +110,8 @@ static void make(buf *b, const cfg *c) {
     aclDataType gsd = c->has_scales ? c->sdt : c->dt;
     memset(b->want_gx, 0, (size_t)(b->D0 * H) * es); /* unwritten drop-pad rows are +0.0 */
     memset(b->want_gs, 0xEE, gsbytes);               /* without scales gradScales stays untouched */
+    double *vg = malloc((size_t)H * sizeof(double) + 8), *vx = malloc((size_t)H * sizeof(double) + 8),
+           *vb = malloc((size_t)H * sizeof(double) + 8);
     for (int64_t i = 0; i < N; i++) {
         int64_t r = i / K, d = b->idx[i];
         int kept = d >= 0 && d < b->D0;
@@ -122,16 +125,16 @@ static void make(buf *b, const cfg *c) {
         for (int64_t j = 0; j < H; j++) {
             double gv = get(c->dt, g, j);
             if (kept) put(c->dt, (char *)b->want_gx + d * H * (int64_t)es, j, (float)(gv * s));
-            double t;
-            int has_x = kept, has_b = c->has_bias;
-            if (!has_x && !has_b) continue;
-            double xv = has_x ? get(c->dt, b->x, d * H + j) : 0, bv = has_b ? get(c->dt, b->bias, b->eidx[i] * H + j) : 0;
-            t = has_x && has_b ? xv + bv : has_x ? xv : bv;
-            lane[j % 8] += t * gv;
+            vg[j] = gv;
+            vx[j] = kept ? get(c->dt, b->x, d * H + j) : 0;
+            vb[j] = c->has_bias ? get(c->dt, b->bias, b->eidx[i] * H + j) : 0;
         }
-        double sum = ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+        /* gradScales in the canonical order (ref_dot.h) */
+        ref_dot_canon(c->dt == ACL_FLOAT16, c->dt == ACL_BF16, kept ? vx : NULL, c->has_bias ? vb : NULL, vg, H, lane);
+        double sum = ref_dot_reduce(lane);
         put(gsd, b->want_gs, i, sum);
     }
+    free(vg), free(vx), free(vb);
 }
 
 static void release(buf *b) {

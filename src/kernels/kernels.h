@@ -11,15 +11,19 @@
 typedef enum { MF_F32 = 0, MF_F16 = 1, MF_BF16 = 2, MF_NUM_DT = 3 } mf_dt;
 
 #define MF_MULTI 8
+/* gradScales' fp32 blocks (kbody.h MF_K_BLOCK): row pieces start at multiples. */
+#define MF_DOT_SPLIT 128
 #define MF_ROWS 4
 
 typedef struct mf_ukernels {
     const char *isa;
     /* out[j] = round_to_dt(g[j] * s), the product formed in fp32. */
     void (*scale[MF_NUM_DT])(const void *g, float s, void *out, size_t n);
-    /* acc[j % 8] += (x[j] + b[j]) * g[j] in fp64, j = 0..n-1 in increasing
-     * order; x or b may be NULL (that term is absent, not zero-added). Callers
-     * that split a row pass pieces starting at multiples of 8. */
+    /* The terms (x[j] + b[j]) * g[j], j = 0..n-1, added to the eight fp64
+     * sums acc[0..7] in the canonical order (kbody.h k_body, docs/DESIGN.md:
+     * fp32 blocks of MF_DOT_SPLIT elements whose sums go to fp64); x or b may
+     * be NULL (that term is absent, not zero-added). Callers that split a row
+     * pass pieces starting at multiples of MF_DOT_SPLIT. */
     void (*dot[MF_NUM_DT])(const void *x, const void *b, const void *g, size_t n, double acc[8]);
     /* Both of the above over one tile of g, which is loaded once: out (when not
      * NULL) as scale, acc as dot (when x or b is not NULL). nt allows streaming

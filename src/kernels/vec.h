@@ -27,10 +27,20 @@
  *                          32 fp64 values in vd_ld16p's order (v[0..1] from
  *                          p[j..j+15], v[2..3] from p[j+16..]) rounded once,
  *                          RNE, to dt, NaN canonical (forward_ref.h mf_fwd_st)
+ *   vf_zero, vf_add, vf_ldu, vf_stu
+ *   vf_madd_exact(a, x, g) a + x * g where the product is exact in fp32 (fp16
+ *                          data): a layer may fuse it
+ *   vf_finite(a)           1 if all 16 lanes are finite
+ *   mf_vm, vm_init, vm_nzmin(m, a), vm_hmin(m)
+ *                          running minimum of (|a| bits - 1) as unsigned, so
+ *                          zeros drop out (gradScales' range test); any lane
+ *                          layout; vm_hmin gives the minimum over all lanes
+ *   vd_fold16(a, s)        a[l] = (a[l] + s[l]) + s[l + 8], l = 0..7, the
+ *                          fp32 lanes widened exactly
  *   v_prefetch(p), v_stream64(d, s), v_fence()
  *
  * Constants: MF_V_ISA (table name), MF_V_QMAX (slots one multi-slot pass
- * keeps in registers), MF_V_FWD_NV (mf_vd sums per forward block, 4 or 8),
+ * keeps in registers: 1, 4 or 8), MF_V_FWD_NV (mf_vd sums per forward block, 4 or 8),
  * MF_V_NT (1 if streaming stores exist), MF_V_NT_MULTIROW (1 if they pay off
  * while one pass writes several rows in turn; else only single-row passes
  * stream), MF_V_NORMAL_HINT (1 if vf_st32 is

@@ -17,6 +17,7 @@
 
 typedef struct { __m256 v[2]; } mf_vf;
 typedef struct { __m256d v[2]; } mf_vd;
+typedef __m256i mf_vm; /* 8 running minima (two fp32 halves share one register) */
 
 /* 8 elements widened exactly to fp32. */
 MF_INLINE __m256 a2_ld8(mf_dt dt, const void *p, size_t j) {
@@ -46,6 +47,52 @@ MF_INLINE mf_vf vf_mul(mf_vf a, mf_vf b) {
     return r;
 }
 
+MF_INLINE mf_vf vf_zero(void) { return vf_set1(0.0f); }
+MF_INLINE mf_vf vf_add(mf_vf a, mf_vf b) {
+    mf_vf r = {{_mm256_add_ps(a.v[0], b.v[0]), _mm256_add_ps(a.v[1], b.v[1])}};
+    return r;
+}
+MF_INLINE mf_vf vf_madd_exact(mf_vf a, mf_vf x, mf_vf g) {
+    mf_vf r = {{_mm256_fmadd_ps(x.v[0], g.v[0], a.v[0]), _mm256_fmadd_ps(x.v[1], g.v[1], a.v[1])}};
+    return r;
+}
+MF_INLINE mf_vf vf_ldu(const float *p) {
+    mf_vf r = {{_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}};
+    return r;
+}
+MF_INLINE void vf_stu(float *p, mf_vf a) {
+    _mm256_storeu_ps(p, a.v[0]);
+    _mm256_storeu_ps(p + 8, a.v[1]);
+}
+MF_INLINE int vf_finite(mf_vf a) {
+    const __m256i e = _mm256_set1_epi32(0x7F800000);
+    __m256i m = _mm256_or_si256(_mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(a.v[0]), e), e),
+                                _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(a.v[1]), e), e));
+    return _mm256_testz_si256(m, m);
+}
+MF_INLINE mf_vm vm_init(void) { return _mm256_set1_epi32(-1); }
+MF_INLINE mf_vm vm_nzmin(mf_vm m, mf_vf a) {
+    const __m256i mag = _mm256_set1_epi32(0x7FFFFFFF), one = _mm256_set1_epi32(1);
+    __m256i u0 = _mm256_sub_epi32(_mm256_and_si256(_mm256_castps_si256(a.v[0]), mag), one);
+    __m256i u1 = _mm256_sub_epi32(_mm256_and_si256(_mm256_castps_si256(a.v[1]), mag), one);
+    return _mm256_min_epu32(m, _mm256_min_epu32(u0, u1));
+}
+MF_INLINE mf_vm vm_nzmin16(mf_vm m, const void *p, size_t j) {
+    __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)p + j));
+    h = _mm256_sub_epi16(_mm256_and_si256(h, _mm256_set1_epi16(0x7FFF)), _mm256_set1_epi16(1));
+    return _mm256_min_epu16(m, h);
+}
+MF_INLINE uint32_t vm_hmin16(mf_vm m) {
+    __m128i h = _mm_min_epu16(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
+    return (uint32_t)_mm_cvtsi128_si32(_mm_minpos_epu16(h)) & 0xFFFFu;
+}
+MF_INLINE uint32_t vm_hmin(mf_vm m) {
+    __m128i h = _mm_min_epu32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
+    h = _mm_min_epu32(h, _mm_shuffle_epi32(h, _MM_SHUFFLE(1, 0, 3, 2)));
+    h = _mm_min_epu32(h, _mm_shuffle_epi32(h, _MM_SHUFFLE(2, 3, 0, 1)));
+    return (uint32_t)_mm_cvtsi128_si32(h);
+}
+
 /* fp32 -> bf16 bits in the low half of each 32-bit lane: RNE, NaN quieted as fp.h. */
 MF_INLINE __m256i a2_bf16_rne(__m256 v) {
     __m256i u = _mm256_castps_si256(v);
@@ -61,7 +108,17 @@ MF_INLINE __m256i a2_narrow16(mf_dt dt, mf_vf v) {
         return _mm256_set_m128i(_mm256_cvtps_ph(v.v[1], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
                                 _mm256_cvtps_ph(v.v[0], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     /* packus interleaves 128-bit halves: the qword permute restores element order */
-    __m256i p = _mm256_packus_epi32(a2_bf16_rne(v.v[0]), a2_bf16_rne(v.v[1]));
+    __m256i p;
+    __m256 un = _mm256_or_ps(_mm256_cmp_ps(v.v[0], v.v[0], _CMP_UNORD_Q), _mm256_cmp_ps(v.v[1], v.v[1], _CMP_UNORD_Q));
+    if (__builtin_expect(_mm256_testz_ps(un, un), 1)) { /* no NaN: the rounding alone (same bits) */
+        const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7FFF);
+        __m256i u0 = _mm256_castps_si256(v.v[0]), u1 = _mm256_castps_si256(v.v[1]);
+        u0 = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u0, bias), _mm256_and_si256(_mm256_srli_epi32(u0, 16), one)), 16);
+        u1 = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u1, bias), _mm256_and_si256(_mm256_srli_epi32(u1, 16), one)), 16);
+        p = _mm256_packus_epi32(u0, u1);
+    } else {
+        p = _mm256_packus_epi32(a2_bf16_rne(v.v[0]), a2_bf16_rne(v.v[1]));
+    }
     return _mm256_permute4x64_epi64(p, _MM_SHUFFLE(3, 1, 2, 0));
 }
 MF_INLINE void a2_st32b(void *p, __m256i v, int nt) {
@@ -114,6 +171,13 @@ MF_INLINE mf_vd vd_mul(mf_vd a, mf_vd b) {
 MF_INLINE mf_vd vd_madd_exact(mf_vd a, mf_vd t, mf_vd g) {
     mf_vd r = {{_mm256_fmadd_pd(t.v[0], g.v[0], a.v[0]), _mm256_fmadd_pd(t.v[1], g.v[1], a.v[1])}};
     return r;
+}
+MF_INLINE mf_vd vd_fold16(mf_vd a, mf_vf s) {
+    a.v[0] = _mm256_add_pd(a.v[0], _mm256_cvtps_pd(_mm256_castps256_ps128(s.v[0])));
+    a.v[1] = _mm256_add_pd(a.v[1], _mm256_cvtps_pd(_mm256_extractf128_ps(s.v[0], 1)));
+    a.v[0] = _mm256_add_pd(a.v[0], _mm256_cvtps_pd(_mm256_castps256_ps128(s.v[1])));
+    a.v[1] = _mm256_add_pd(a.v[1], _mm256_cvtps_pd(_mm256_extractf128_ps(s.v[1], 1)));
+    return a;
 }
 
 /* Forward layout. fp32/fp16: element order. bf16: a bf16 pair in a 32-bit

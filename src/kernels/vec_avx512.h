@@ -23,6 +23,7 @@
 
 typedef __m512 mf_vf;
 typedef __m512d mf_vd;
+typedef __m512i mf_vm;
 
 MF_INLINE mf_vf vf_ld(mf_dt dt, const void *p, size_t j) {
     if (dt == MF_F32) return _mm512_loadu_ps((const float *)p + j);
@@ -32,6 +33,34 @@ MF_INLINE mf_vf vf_ld(mf_dt dt, const void *p, size_t j) {
 }
 MF_INLINE mf_vf vf_set1(float s) { return _mm512_set1_ps(s); }
 MF_INLINE mf_vf vf_mul(mf_vf a, mf_vf b) { return _mm512_mul_ps(a, b); }
+
+MF_INLINE mf_vf vf_zero(void) { return _mm512_setzero_ps(); }
+MF_INLINE mf_vf vf_add(mf_vf a, mf_vf b) { return _mm512_add_ps(a, b); }
+MF_INLINE mf_vf vf_madd_exact(mf_vf a, mf_vf x, mf_vf g) { return _mm512_fmadd_ps(x, g, a); }
+MF_INLINE mf_vf vf_ldu(const float *p) { return _mm512_loadu_ps(p); }
+MF_INLINE void vf_stu(float *p, mf_vf a) { _mm512_storeu_ps(p, a); }
+MF_INLINE int vf_finite(mf_vf a) {
+    const __m512i e = _mm512_set1_epi32(0x7F800000);
+    return _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(a), e), e) == 0;
+}
+MF_INLINE mf_vm vm_init(void) { return _mm512_set1_epi32(-1); }
+MF_INLINE mf_vm vm_nzmin(mf_vm m, mf_vf a) {
+    __m512i u = _mm512_sub_epi32(_mm512_and_si512(_mm512_castps_si512(a), _mm512_set1_epi32(0x7FFFFFFF)),
+                                 _mm512_set1_epi32(1));
+    return _mm512_min_epu32(m, u);
+}
+/* 16-bit minima in the low 256 bits. */
+MF_INLINE mf_vm vm_nzmin16(mf_vm m, const void *p, size_t j) {
+    __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)p + j));
+    h = _mm256_sub_epi16(_mm256_and_si256(h, _mm256_set1_epi16(0x7FFF)), _mm256_set1_epi16(1));
+    return _mm512_inserti64x4(m, _mm256_min_epu16(_mm512_castsi512_si256(m), h), 0);
+}
+MF_INLINE uint32_t vm_hmin16(mf_vm m) {
+    __m256i l = _mm512_castsi512_si256(m);
+    __m128i h = _mm_min_epu16(_mm256_castsi256_si128(l), _mm256_extracti128_si256(l, 1));
+    return (uint32_t)_mm_cvtsi128_si32(_mm_minpos_epu16(h)) & 0xFFFFu;
+}
+MF_INLINE uint32_t vm_hmin(mf_vm m) { return (uint32_t)_mm512_reduce_min_epu32(m); }
 
 /* fp32 -> bf16 in integer arithmetic: round to nearest even, NaN -> quiet NaN. */
 MF_INLINE __m256i a5_bf16_int(__m512 v) {
@@ -101,6 +130,10 @@ MF_INLINE void vd_stu(double *p, mf_vd a) { _mm512_storeu_pd(p, a); }
 MF_INLINE mf_vd vd_add(mf_vd a, mf_vd b) { return _mm512_add_pd(a, b); }
 MF_INLINE mf_vd vd_mul(mf_vd a, mf_vd b) { return _mm512_mul_pd(a, b); }
 MF_INLINE mf_vd vd_madd_exact(mf_vd a, mf_vd t, mf_vd g) { return _mm512_fmadd_pd(t, g, a); }
+MF_INLINE mf_vd vd_fold16(mf_vd a, mf_vf s) {
+    a = _mm512_add_pd(a, _mm512_cvtps_pd(_mm512_castps512_ps256(s)));
+    return _mm512_add_pd(a, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1))));
+}
 
 /* Forward layout. fp32/fp16: v[0] = elements 0-7, v[1] = 8-15. bf16: v[0] =
  * the even elements 0, 2, .., 14 and v[1] the odd ones (a bf16 pair in a

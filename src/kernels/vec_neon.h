@@ -22,6 +22,7 @@
 
 typedef struct { float32x4_t v[4]; } mf_vf;
 typedef struct { float64x2_t v[4]; } mf_vd;
+typedef uint32x4_t mf_vm;
 
 /* 4 elements widened exactly to fp32. */
 MF_INLINE float32x4_t nn_ld4(mf_dt dt, const void *p, size_t j) {
@@ -45,6 +46,46 @@ MF_INLINE mf_vf vf_mul(mf_vf a, mf_vf b) {
     for (int q = 0; q < 4; q++) a.v[q] = vmulq_f32(a.v[q], b.v[q]);
     return a;
 }
+
+MF_INLINE mf_vf vf_zero(void) { return vf_set1(0.0f); }
+MF_INLINE mf_vf vf_add(mf_vf a, mf_vf b) {
+    for (int q = 0; q < 4; q++) a.v[q] = vaddq_f32(a.v[q], b.v[q]);
+    return a;
+}
+MF_INLINE mf_vf vf_madd_exact(mf_vf a, mf_vf x, mf_vf g) {
+    for (int q = 0; q < 4; q++) a.v[q] = vfmaq_f32(a.v[q], x.v[q], g.v[q]);
+    return a;
+}
+MF_INLINE mf_vf vf_ldu(const float *p) {
+    mf_vf r;
+    for (int q = 0; q < 4; q++) r.v[q] = vld1q_f32(p + 4 * q);
+    return r;
+}
+MF_INLINE void vf_stu(float *p, mf_vf a) {
+    for (int q = 0; q < 4; q++) vst1q_f32(p + 4 * q, a.v[q]);
+}
+MF_INLINE int vf_finite(mf_vf a) {
+    const uint32x4_t e = vdupq_n_u32(0x7F800000u);
+    uint32x4_t m = vdupq_n_u32(0);
+    for (int q = 0; q < 4; q++) m = vorrq_u32(m, vceqq_u32(vandq_u32(vreinterpretq_u32_f32(a.v[q]), e), e));
+    return vmaxvq_u32(m) == 0;
+}
+MF_INLINE mf_vm vm_init(void) { return vdupq_n_u32(0xFFFFFFFFu); }
+MF_INLINE mf_vm vm_nzmin(mf_vm m, mf_vf a) {
+    for (int q = 0; q < 4; q++)
+        m = vminq_u32(m, vsubq_u32(vandq_u32(vreinterpretq_u32_f32(a.v[q]), vdupq_n_u32(0x7FFFFFFFu)), vdupq_n_u32(1)));
+    return m;
+}
+MF_INLINE mf_vm vm_nzmin16(mf_vm m, const void *p, size_t j) {
+    uint16x8_t r = vreinterpretq_u16_u32(m);
+    for (int q = 0; q < 2; q++) {
+        uint16x8_t h = vld1q_u16((const uint16_t *)p + j + 8 * (size_t)q);
+        r = vminq_u16(r, vsubq_u16(vandq_u16(h, vdupq_n_u16(0x7FFF)), vdupq_n_u16(1)));
+    }
+    return vreinterpretq_u32_u16(r);
+}
+MF_INLINE uint32_t vm_hmin16(mf_vm m) { return vminvq_u16(vreinterpretq_u16_u32(m)); }
+MF_INLINE uint32_t vm_hmin(mf_vm m) { return vminvq_u32(m); }
 
 /* fp32 -> bf16 bits in each 32-bit lane's low half: RNE, NaN quieted as fp.h. */
 MF_INLINE uint16x4_t nn_bf16_rne(float32x4_t v) {
@@ -115,6 +156,15 @@ MF_INLINE mf_vd vd_mul(mf_vd a, mf_vd b) {
 }
 MF_INLINE mf_vd vd_madd_exact(mf_vd a, mf_vd t, mf_vd g) {
     for (int q = 0; q < 4; q++) a.v[q] = vfmaq_f64(a.v[q], t.v[q], g.v[q]);
+    return a;
+}
+MF_INLINE mf_vd vd_fold16(mf_vd a, mf_vf s) {
+    for (int h = 0; h < 2; h++) { /* lanes 8h..8h+7 of s onto the 8 sums */
+        a.v[0] = vaddq_f64(a.v[0], vcvt_f64_f32(vget_low_f32(s.v[2 * h])));
+        a.v[1] = vaddq_f64(a.v[1], vcvt_high_f64_f32(s.v[2 * h]));
+        a.v[2] = vaddq_f64(a.v[2], vcvt_f64_f32(vget_low_f32(s.v[2 * h + 1])));
+        a.v[3] = vaddq_f64(a.v[3], vcvt_high_f64_f32(s.v[2 * h + 1]));
+    }
     return a;
 }
 

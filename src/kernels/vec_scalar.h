@@ -12,7 +12,10 @@
 
 #define MF_V_ISA "scalar"
 #define MF_V_NO_UNROLL 1
-#define MF_V_QMAX 8
+/* One slot per pass: interleaving slots only hides SIMD latency, and every
+ * extra constant-Q body is another instantiation of the templates (compile
+ * time; scalar.c is also built under the sanitizers). Same bits for any Q. */
+#define MF_V_QMAX 1
 #define MF_V_FWD_NV 4
 #define MF_V_NT 0
 #define MF_V_NT_MULTIROW 0
@@ -20,6 +23,7 @@
 
 typedef struct { float v[16]; } mf_vf;
 typedef struct { double v[8]; } mf_vd;
+typedef struct { uint32_t v[16]; } mf_vm;
 
 MF_INLINE mf_vf vf_ld(mf_dt dt, const void *p, size_t j) {
     mf_vf r;
@@ -34,6 +38,55 @@ MF_INLINE mf_vf vf_set1(float s) {
 MF_INLINE mf_vf vf_mul(mf_vf a, mf_vf b) {
     for (int l = 0; l < 16; l++) a.v[l] = a.v[l] * b.v[l];
     return a;
+}
+MF_INLINE mf_vf vf_zero(void) { return vf_set1(0.0f); }
+MF_INLINE mf_vf vf_add(mf_vf a, mf_vf b) {
+    for (int l = 0; l < 16; l++) a.v[l] = a.v[l] + b.v[l];
+    return a;
+}
+MF_INLINE mf_vf vf_madd_exact(mf_vf a, mf_vf x, mf_vf g) {
+    for (int l = 0; l < 16; l++) a.v[l] = a.v[l] + x.v[l] * g.v[l]; /* -ffp-contract=off: mul, then add */
+    return a;
+}
+MF_INLINE mf_vf vf_ldu(const float *p) {
+    mf_vf r;
+    memcpy(r.v, p, sizeof r.v);
+    return r;
+}
+MF_INLINE void vf_stu(float *p, mf_vf a) { memcpy(p, a.v, sizeof a.v); }
+MF_INLINE int vf_finite(mf_vf a) {
+    int ok = 1;
+    for (int l = 0; l < 16; l++) ok &= (mf_f32_bits(a.v[l]) & 0x7F800000u) != 0x7F800000u;
+    return ok;
+}
+MF_INLINE mf_vm vm_init(void) {
+    mf_vm r;
+    for (int l = 0; l < 16; l++) r.v[l] = 0xFFFFFFFFu;
+    return r;
+}
+MF_INLINE mf_vm vm_nzmin(mf_vm m, mf_vf a) {
+    for (int l = 0; l < 16; l++) {
+        uint32_t u = (mf_f32_bits(a.v[l]) & 0x7FFFFFFFu) - 1u;
+        m.v[l] = u < m.v[l] ? u : m.v[l];
+    }
+    return m;
+}
+MF_INLINE mf_vm vm_nzmin16(mf_vm m, const void *p, size_t j) {
+    for (int l = 0; l < 16; l++) {
+        uint32_t u = (uint32_t)((((const uint16_t *)p)[j + (size_t)l] & 0x7FFFu) - 1u) & 0xFFFFu;
+        m.v[l] = u < m.v[l] ? u : m.v[l];
+    }
+    return m;
+}
+MF_INLINE uint32_t vm_hmin16(mf_vm m) {
+    uint32_t r = 0xFFFFu;
+    for (int l = 0; l < 16; l++) r = m.v[l] < r ? m.v[l] : r;
+    return r;
+}
+MF_INLINE uint32_t vm_hmin(mf_vm m) {
+    uint32_t r = m.v[0];
+    for (int l = 1; l < 16; l++) r = m.v[l] < r ? m.v[l] : r;
+    return r;
 }
 MF_INLINE void vf_st32(mf_dt dt, void *p, size_t j, mf_vf lo, mf_vf hi, int nt, int normal) {
     (void)nt, (void)normal;
@@ -72,6 +125,10 @@ MF_INLINE mf_vd vd_mul(mf_vd a, mf_vd b) {
 }
 MF_INLINE mf_vd vd_madd_exact(mf_vd a, mf_vd t, mf_vd g) {
     for (int l = 0; l < 8; l++) a.v[l] = a.v[l] + t.v[l] * g.v[l];
+    return a;
+}
+MF_INLINE mf_vd vd_fold16(mf_vd a, mf_vf s) {
+    for (int l = 0; l < 8; l++) a.v[l] = (a.v[l] + (double)s.v[l]) + (double)s.v[l + 8];
     return a;
 }
 

@@ -32,7 +32,7 @@ typedef struct grad_ctx {
     _Atomic int64_t named; /* row order: rows with an owner */
     int nt;        /* streaming stores for gradExpandedX */
     int prefetch;  /* software prefetch of the gathered rows */
-    int64_t tile;  /* elements per H tile, a multiple of 32 */
+    int64_t tile;  /* elements per H tile, a multiple of MF_DOT_SPLIT */
 } grad_ctx;
 
 /* Kept: a row of gradExpandedX. Every other value is a dropped slot (CANN's
@@ -358,7 +358,7 @@ aclnnStatus mf_grad_run(const void *vplan, const aclTensor *const *slots, void *
     }
     c.nt = p->D0 * row_bytes >= mf_nt_threshold();
     c.prefetch = row_bytes <= MF_PREFETCH_ROW_BYTES && p->N * row_bytes >= mf_nt_threshold() / 4;
-    c.tile = (MF_TILE_BYTES / es) & ~(int64_t)31;
+    c.tile = (MF_TILE_BYTES / es) & ~(int64_t)(MF_DOT_SPLIT - 1); /* gradScales blocks never straddle tiles */
     c.own = (int32_t *)(ws + p->ws_owner);
     mf_parallel_for(p->rows, own_clear, &c, MF_SERIAL_BYTES / 4 + 1);
     mf_parallel_for(p->N, own_claim, &c, MF_SERIAL_BYTES / 4 + 1);

@@ -563,23 +563,10 @@ static int cmd_grad(int argc, char **argv, int first) {
         aclnnStatus st = aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize(
             gy.t, idx.t, x.t, sc.t, ei.t, bias.t, mode, active, E, C, gx.t, gs.t, &ws, &ex);
         t_plan = now_us() - t1;
-        if (st != ACLNN_SUCCESS) {
-            operator_error("aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize", st, map,
-                           (int)(sizeof map / sizeof map[0]), o, no);
-            rc = EXIT_REJECTED;
-        } else {
-            int alloc_failed;
-            t1 = now_us();
-            st = run_phase2(aclnnMoeFinalizeRoutingV2Grad, ws, ex, stream, &alloc_failed);
-            t_run = now_us() - t1;
-            if (alloc_failed) {
-                msg("cannot allocate a workspace of %" PRIu64 " bytes", ws);
-                rc = EXIT_REJECTED;
-            } else if (st != ACLNN_SUCCESS) {
-                operator_error("aclnnMoeFinalizeRoutingV2Grad", st, map, (int)(sizeof map / sizeof map[0]), o, no);
-                rc = EXIT_REJECTED;
-            }
-        }
+        t1 = now_us();
+        rc = run_operator("aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize", "aclnnMoeFinalizeRoutingV2Grad", st, ex,
+                          ws, aclnnMoeFinalizeRoutingV2Grad, stream, map, (int)(sizeof map / sizeof map[0]), o, no);
+        t_run = now_us() - t1;
         bytes = (double)(gy.nbytes + idx.nbytes + x.nbytes + sc.nbytes + ei.nbytes + bias.nbytes + gx.nbytes +
                          gs.nbytes);
     }
@@ -661,23 +648,10 @@ static int cmd_forward(int argc, char **argv, int first) {
         aclnnStatus st = aclnnMoeFinalizeRoutingV2GetWorkspaceSize(x.t, idx.t, x1.t, x2.t, bias.t, sc.t, ei.t, mode,
                                                                    out.t, &ws, &ex);
         t_plan = now_us() - t1;
-        if (st != ACLNN_SUCCESS) {
-            operator_error("aclnnMoeFinalizeRoutingV2GetWorkspaceSize", st, map, (int)(sizeof map / sizeof map[0]),
-                           o, no);
-            rc = EXIT_REJECTED;
-        } else {
-            int alloc_failed;
-            t1 = now_us();
-            st = run_phase2(aclnnMoeFinalizeRoutingV2, ws, ex, stream, &alloc_failed);
-            t_run = now_us() - t1;
-            if (alloc_failed) {
-                msg("cannot allocate a workspace of %" PRIu64 " bytes", ws);
-                rc = EXIT_REJECTED;
-            } else if (st != ACLNN_SUCCESS) {
-                operator_error("aclnnMoeFinalizeRoutingV2", st, map, (int)(sizeof map / sizeof map[0]), o, no);
-                rc = EXIT_REJECTED;
-            }
-        }
+        t1 = now_us();
+        rc = run_operator("aclnnMoeFinalizeRoutingV2GetWorkspaceSize", "aclnnMoeFinalizeRoutingV2", st, ex, ws,
+                          aclnnMoeFinalizeRoutingV2, stream, map, (int)(sizeof map / sizeof map[0]), o, no);
+        t_run = now_us() - t1;
         bytes = (double)(x.nbytes + idx.nbytes + x1.nbytes + x2.nbytes + bias.nbytes + sc.nbytes + ei.nbytes +
                          out.nbytes);
     }

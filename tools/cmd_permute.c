@@ -1,34 +1,12 @@
 /* cmd_permute.c - `moefr permute` (aclnnMoeTokenPermute) and `moefr
  * unpermute` (aclnnMoeTokenUnpermute) on .npy files, with the file rules of
  * `moefr grad`: outputs appear only when the whole run succeeded. */
-#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "aclnnop/aclnn_moe_token_permute.h"
 #include "aclnnop/aclnn_moe_token_unpermute.h"
 #include "cli.h"
-
-/* Phase 1, phase 2, the outputs; rc as the CLI's exit status. */
-static int run_op(const char *api, aclnnStatus st, aclOpExecutor *ex, uint64_t ws,
-                  aclnnStatus (*phase2)(void *, uint64_t, aclOpExecutor *, aclrtStream), aclrtStream stream,
-                  const param_flag *map, int nmap, cli_opt *o, int no) {
-    if (st != ACLNN_SUCCESS) {
-        operator_error(api, st, map, nmap, o, no);
-        return EXIT_REJECTED;
-    }
-    int alloc_failed;
-    st = run_phase2(phase2, ws, ex, stream, &alloc_failed);
-    if (alloc_failed) {
-        msg("cannot allocate a workspace of %" PRIu64 " bytes", ws);
-        return EXIT_REJECTED;
-    }
-    if (st != ACLNN_SUCCESS) {
-        operator_error(api, st, map, nmap, o, no);
-        return EXIT_REJECTED;
-    }
-    return 0;
-}
 
 int cmd_permute(int argc, char **argv, int first) {
     g_cmd = "moefr permute";
@@ -83,8 +61,8 @@ int cmd_permute(int argc, char **argv, int first) {
         aclnnStatus st = aclnnMoeTokenPermuteGetWorkspaceSize(tok.t, ind.t, numOut, false, pt.t, si.t, &ws, &ex);
         t_plan = now_us() - t1;
         t1 = now_us();
-        rc = run_op("aclnnMoeTokenPermute", st, ex, ws, aclnnMoeTokenPermute, stream, map,
-                    (int)(sizeof map / sizeof map[0]), o, no);
+        rc = run_operator("aclnnMoeTokenPermute", "aclnnMoeTokenPermute", st, ex, ws, aclnnMoeTokenPermute,
+                          stream, map, (int)(sizeof map / sizeof map[0]), o, no);
         t_run = now_us() - t1;
     }
     if (!rc) {
@@ -147,8 +125,8 @@ int cmd_unpermute(int argc, char **argv, int first) {
         aclnnStatus st = aclnnMoeTokenUnpermuteGetWorkspaceSize(x.t, idx.t, pr.t, false, NULL, out.t, &ws, &ex);
         t_plan = now_us() - t1;
         t1 = now_us();
-        rc = run_op("aclnnMoeTokenUnpermute", st, ex, ws, aclnnMoeTokenUnpermute, stream, map,
-                    (int)(sizeof map / sizeof map[0]), o, no);
+        rc = run_operator("aclnnMoeTokenUnpermute", "aclnnMoeTokenUnpermute", st, ex, ws, aclnnMoeTokenUnpermute,
+                          stream, map, (int)(sizeof map / sizeof map[0]), o, no);
         t_run = now_us() - t1;
     }
     if (!rc) {

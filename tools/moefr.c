@@ -17,10 +17,8 @@
 #include "aclnnop/aclnn_moe_finalize_routing_v2_grad.h"
 #include "moefr/moefr.h"
 #include "npy.h"
-#include "cmd_init_routing.h"
 #include "cli.h"
 
-int moefr_cmd_gating(int argc, char **argv, int first); /* tools/cmd_gating.c */
 #ifdef MOEFR_CLI_HAVE_BENCH
 int moefr_bench_main(int argc, char **argv);
 #endif
@@ -58,12 +56,18 @@ static const char USAGE[] =
     "           --expanded-x F --expanded-row-idx F [--x1 F] [--x2 F] [--bias F]\n"
     "           [--scales F] [--expert-idx F] [--drop-pad-mode N] [--dtype bf16] --out DIR\n"
     "           writes DIR/out.npy\n"
-    MOEFR_INIT_ROUTING_USAGE
+    "  init-routing  aclnnMoeInitRoutingV2 (or with --v1 aclnnMoeInitRouting) on .npy files\n"
+    "           --x F --expert-idx F [--active-num N] [--expert-capacity N] [--expert-num N]\n"
+    "           [--drop-pad-mode N] [--count-flag N] [--before-capacity-flag 0|1]\n"
+    "           [--v1 [--row-idx F]] [--dtype bf16] --out DIR   (init-routing --help)\n"
     "  permute  aclnnMoeTokenPermute: --tokens F --indices F [--num-out-tokens N] [--dtype bf16] --out DIR\n"
     "           writes DIR/permute_tokens.npy and DIR/sorted_indices.npy\n"
     "  unpermute aclnnMoeTokenUnpermute: --permuted-tokens F --sorted-indices F [--probs F] [--dtype bf16]\n"
     "           --out DIR; writes DIR/out.npy\n"
-    "  gating   aclnnMoeGatingTopKSoftmax(V2) on .npy files (gating --help)\n"
+    "  gating   aclnnMoeGatingTopKSoftmax (with --renorm or --softmax-out V2) on .npy files\n"
+    "           --x F --k N [--finished F] [--renorm 0|1] [--softmax-out] [--dtype bf16] --out DIR\n"
+    "           writes DIR/y.npy, DIR/expert_idx.npy and DIR/row_idx.npy (V1) or\n"
+    "           DIR/softmax_result.npy (V2 --softmax-out, renorm 0)   (gating --help)\n"
     "  bench    throughput in GB/s and its ratio to copy bandwidth (bench --help)\n"
     "  demo     a small built-in example: prints its inputs and results\n"
     "\n"
@@ -116,6 +120,15 @@ int parse_opts(int argc, char **argv, int first, cli_opt *opts, int n) {
             msg("unknown option '%.*s' (see %s --help)", (int)nlen, a, g_cmd);
             return EXIT_USAGE;
         }
+        if (o->kind == OPT_FLAG) {
+            if (eq) {
+                msg("%s takes no value", o->flag);
+                return EXIT_USAGE;
+            }
+            o->value = o->flag;
+            o->ival = 1;
+            continue;
+        }
         const char *val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
         if (!val) {
             msg("%s needs a value", o->flag);
@@ -156,7 +169,7 @@ cli_opt *opt(cli_opt *opts, int n, const char *flag) {
 
 
 static size_t dt_size(aclDataType dt) {
-    return dt == ACL_FLOAT || dt == ACL_INT32 ? 4 : 2;
+    return dt == ACL_FLOAT || dt == ACL_INT32 ? 4 : dt == ACL_BOOL ? 1 : 2;
 }
 
 static mf_npy_dtype npy_of(aclDataType dt) {
@@ -214,10 +227,19 @@ int load_tensor(const cli_opt *o, int bf16, cli_tensor *c) {
         msg("%s %s", o->flag, err);
         return EXIT_FILE;
     }
+    if (o->kind == OPT_FILE_BOOL && c->npy.dtype != MF_NPY_I4) {
+        msg("%s %s: dtype must be <i4 (nonzero = true)", o->flag, o->value);
+        return EXIT_FILE;
+    }
+    if (o->kind == OPT_FILE_FLOAT && c->npy.dtype == MF_NPY_I4) {
+        msg("%s %s: dtype must be <f2 or <f4 (or <u2 holding bf16 bits with --dtype bf16), got <i4", o->flag,
+            o->value);
+        return EXIT_FILE;
+    }
     switch (c->npy.dtype) {
     case MF_NPY_F2: c->dt = ACL_FLOAT16; break;
     case MF_NPY_F4: c->dt = ACL_FLOAT; break;
-    case MF_NPY_I4: c->dt = ACL_INT32; break;
+    case MF_NPY_I4: c->dt = o->kind == OPT_FILE_BOOL ? ACL_BOOL : ACL_INT32; break;
     case MF_NPY_U2:
         if (!bf16) {
             msg("%s %s: dtype <u2 is read as bfloat16 bits only with --dtype bf16", o->flag, o->value);
@@ -232,10 +254,27 @@ int load_tensor(const cli_opt *o, int bf16, cli_tensor *c) {
     snprintf(what, sizeof what, "%s %s", o->flag, o->value);
     int rc = make_tensor(c, what);
     if (rc) return rc;
-    if (c->nbytes && aclrtMemcpy(c->dev, c->nbytes, c->npy.data, c->nbytes, ACL_MEMCPY_HOST_TO_DEVICE)) {
+    const void *src = c->npy.data;
+    unsigned char *b = NULL;
+    if (c->dt == ACL_BOOL && c->nbytes) { /* one byte per element, from the int32 values */
+        b = malloc(c->nbytes);
+        if (!b) {
+            msg("%s: out of memory", what);
+            return EXIT_REJECTED;
+        }
+        for (size_t i = 0; i < c->nbytes; i++) {
+            int32_t v;
+            memcpy(&v, (const char *)c->npy.data + i * 4, 4);
+            b[i] = v != 0;
+        }
+        src = b;
+    }
+    if (c->nbytes && aclrtMemcpy(c->dev, c->nbytes, src, c->nbytes, ACL_MEMCPY_HOST_TO_DEVICE)) {
+        free(b);
         msg("%s: copy to device failed", what);
         return EXIT_REJECTED;
     }
+    free(b);
     free(c->file_buf);
     c->file_buf = NULL;
     return 0;
@@ -422,6 +461,26 @@ aclnnStatus run_phase2(aclnnStatus (*fn)(void *, uint64_t, aclOpExecutor *, aclr
     return st;
 }
 
+int run_operator(const char *plan_api, const char *run_api, aclnnStatus st, aclOpExecutor *ex, uint64_t ws,
+                 aclnnStatus (*phase2)(void *, uint64_t, aclOpExecutor *, aclrtStream), aclrtStream stream,
+                 const param_flag *map, int nmap, cli_opt *opts, int nopts) {
+    if (st != ACLNN_SUCCESS) {
+        operator_error(plan_api, st, map, nmap, opts, nopts);
+        return EXIT_REJECTED;
+    }
+    int alloc_failed;
+    st = run_phase2(phase2, ws, ex, stream, &alloc_failed);
+    if (alloc_failed) {
+        msg("cannot allocate a workspace of %" PRIu64 " bytes", ws);
+        return EXIT_REJECTED;
+    }
+    if (st != ACLNN_SUCCESS) {
+        operator_error(run_api, st, map, nmap, opts, nopts);
+        return EXIT_REJECTED;
+    }
+    return 0;
+}
+
 /* ---------------------------------------------------------------- grad */
 
 static int cmd_grad(int argc, char **argv, int first) {
@@ -504,23 +563,10 @@ static int cmd_grad(int argc, char **argv, int first) {
         aclnnStatus st = aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize(
             gy.t, idx.t, x.t, sc.t, ei.t, bias.t, mode, active, E, C, gx.t, gs.t, &ws, &ex);
         t_plan = now_us() - t1;
-        if (st != ACLNN_SUCCESS) {
-            operator_error("aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize", st, map,
-                           (int)(sizeof map / sizeof map[0]), o, no);
-            rc = EXIT_REJECTED;
-        } else {
-            int alloc_failed;
-            t1 = now_us();
-            st = run_phase2(aclnnMoeFinalizeRoutingV2Grad, ws, ex, stream, &alloc_failed);
-            t_run = now_us() - t1;
-            if (alloc_failed) {
-                msg("cannot allocate a workspace of %" PRIu64 " bytes", ws);
-                rc = EXIT_REJECTED;
-            } else if (st != ACLNN_SUCCESS) {
-                operator_error("aclnnMoeFinalizeRoutingV2Grad", st, map, (int)(sizeof map / sizeof map[0]), o, no);
-                rc = EXIT_REJECTED;
-            }
-        }
+        t1 = now_us();
+        rc = run_operator("aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize", "aclnnMoeFinalizeRoutingV2Grad", st, ex,
+                          ws, aclnnMoeFinalizeRoutingV2Grad, stream, map, (int)(sizeof map / sizeof map[0]), o, no);
+        t_run = now_us() - t1;
         bytes = (double)(gy.nbytes + idx.nbytes + x.nbytes + sc.nbytes + ei.nbytes + bias.nbytes + gx.nbytes +
                          gs.nbytes);
     }
@@ -602,23 +648,10 @@ static int cmd_forward(int argc, char **argv, int first) {
         aclnnStatus st = aclnnMoeFinalizeRoutingV2GetWorkspaceSize(x.t, idx.t, x1.t, x2.t, bias.t, sc.t, ei.t, mode,
                                                                    out.t, &ws, &ex);
         t_plan = now_us() - t1;
-        if (st != ACLNN_SUCCESS) {
-            operator_error("aclnnMoeFinalizeRoutingV2GetWorkspaceSize", st, map, (int)(sizeof map / sizeof map[0]),
-                           o, no);
-            rc = EXIT_REJECTED;
-        } else {
-            int alloc_failed;
-            t1 = now_us();
-            st = run_phase2(aclnnMoeFinalizeRoutingV2, ws, ex, stream, &alloc_failed);
-            t_run = now_us() - t1;
-            if (alloc_failed) {
-                msg("cannot allocate a workspace of %" PRIu64 " bytes", ws);
-                rc = EXIT_REJECTED;
-            } else if (st != ACLNN_SUCCESS) {
-                operator_error("aclnnMoeFinalizeRoutingV2", st, map, (int)(sizeof map / sizeof map[0]), o, no);
-                rc = EXIT_REJECTED;
-            }
-        }
+        t1 = now_us();
+        rc = run_operator("aclnnMoeFinalizeRoutingV2GetWorkspaceSize", "aclnnMoeFinalizeRoutingV2", st, ex, ws,
+                          aclnnMoeFinalizeRoutingV2, stream, map, (int)(sizeof map / sizeof map[0]), o, no);
+        t_run = now_us() - t1;
         bytes = (double)(x.nbytes + idx.nbytes + x1.nbytes + x2.nbytes + bias.nbytes + sc.nbytes + ei.nbytes +
                          out.nbytes);
     }
@@ -865,11 +898,11 @@ int main(int argc, char **argv) {
     const char *cmd = argv[i];
     if (!strcmp(cmd, "grad")) return cmd_grad(argc, argv, i + 1);
     if (!strcmp(cmd, "forward")) return cmd_forward(argc, argv, i + 1);
-    if (!strcmp(cmd, "init-routing")) return moefr_cmd_init_routing(argc, argv, i + 1, g_verbose);
+    if (!strcmp(cmd, "init-routing")) return cmd_init_routing(argc, argv, i + 1); /* tools/cmd_init_routing.c */
     if (!strcmp(cmd, "bench")) return cmd_bench(argc, argv, i + 1);
     if (!strcmp(cmd, "permute")) return cmd_permute(argc, argv, i + 1);     /* tools/cmd_permute.c */
     if (!strcmp(cmd, "unpermute")) return cmd_unpermute(argc, argv, i + 1); /* tools/cmd_permute.c */
-    if (!strcmp(cmd, "gating")) return moefr_cmd_gating(argc, argv, i + 1);
+    if (!strcmp(cmd, "gating")) return cmd_gating(argc, argv, i + 1);             /* tools/cmd_gating.c */
     if (!strcmp(cmd, "demo")) return cmd_demo(argc, argv, i + 1);
     msg("unknown command '%s' (commands: grad, forward, init-routing, permute, unpermute, gating, bench, demo; see moefr --help)", cmd);
     return EXIT_USAGE;

@@ -146,6 +146,28 @@ np.save(os.path.join(d, "xi.npy"), np.zeros((4, 6), dtype=np.int32))
 p = run("--x", os.path.join(d, "xi.npy"), "--k", "2", "--out", bad_out)
 check(p.returncode == 3, "int32 x: exit %d" % p.returncode)
 check(not os.path.exists(bad_out) or os.listdir(bad_out) == [], "a failed run left files")
+# the shared option rules of tools/cli.h: --finished must be <i4, a flag takes no
+# value, --name=VALUE works, -v prints the timing line; against a fresh oracle
+np.save(os.path.join(d, "ff.npy"), np.zeros(4, dtype=np.float32))
+p = run("--x", xf, "--k", "2", "--finished", os.path.join(d, "ff.npy"), "--out", bad_out)
+check(p.returncode == 3 and "--finished" in p.stderr, "float32 finished: exit %d %s" % (p.returncode, p.stderr))
+p = run("--x", xf, "--k", "2", "--softmax-out=1", "--out", bad_out)
+check(p.returncode == 2 and "takes no value" in p.stderr, "--softmax-out=1: exit %d %s" % (p.returncode, p.stderr))
+check(not os.path.exists(bad_out) or os.listdir(bad_out) == [], "a failed run left files")
+R, E = int(rng.integers(1, 20)), int(rng.integers(2, 30))
+k = int(rng.integers(1, E + 1))
+xs = (rng.integers(-12, 13, size=(R, E)) / 4.0).astype(np.float32)
+np.save(os.path.join(d, "xv.npy"), xs)
+good = os.path.join(d, "out_eq")
+p = run("-v", "--x=" + os.path.join(d, "xv.npy"), "--k=%d" % k, "--out=" + good)
+check(p.returncode == 0 and "aclnnMoeGatingTopKSoftmax" in p.stderr and "kernel path" in p.stderr,
+      "--name=VALUE / -v: exit %d %s" % (p.returncode, p.stderr))
+if p.returncode == 0:
+    ry, ri = oracle(xs, k, None, False)
+    y, e = np.load(os.path.join(good, "y.npy")), np.load(os.path.join(good, "expert_idx.npy"))
+    check(y.shape == (R, k) and np.all(np.abs(y - ry) <= 1e-6 * ry + 1e-7) and np.array_equal(e, ri),
+          "--name=VALUE run differs from the oracle")
+    check(sorted(os.listdir(good)) == ["expert_idx.npy", "row_idx.npy", "y.npy"], "--name=VALUE files")
 
 print("test_cli_gating: %d cases, %d failures" % (case, fails))
 sys.exit(1 if fails else 0)

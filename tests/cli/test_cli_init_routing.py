@@ -201,6 +201,7 @@ expect_error(["--expert-idx", ef], 2, "missing required option --x", "no --x")
 expect_error(["--x", xf, "--expert-idx", ef, "--row-idx", ef], 2, "add --v1", "--row-idx without --v1")
 expect_error(["--v1", "--x", xf, "--expert-idx", ef, "--drop-pad-mode", "1"], 2, "not a parameter", "--v1 + mode")
 expect_error(["--x", xf, "--expert-idx", ef, "--active-num", "x"], 2, "not an integer", "bad integer")
+expect_error(["--v1=1", "--x", xf, "--expert-idx", ef], 2, "--v1", "--v1 takes no value")
 expect_error(["--x", f"{base}/trunc.npy", "--expert-idx", ef], 3, "--x", "truncated file")
 expect_error(["--x", f"{base}/missing.npy", "--expert-idx", ef], 3, "--x", "missing file")
 expect_error(["--x", xf, "--expert-idx", bad_e, "--drop-pad-mode", "1", "--expert-num", "3", "--expert-capacity", "2"],

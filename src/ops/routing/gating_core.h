@@ -304,11 +304,13 @@ static void gt_select(const void *keys, int64_t n, int64_t k, int32_t lo, uint64
  * same max, u and s as gt_softmax (the same operations), but p = u / s only
  * for the k + 1 largest u by (u descending, expert ascending). Division by
  * the common s > 0 is monotone (u1 > u2 gives p1 >= p2), so every expert
- * outside those k + 1 has p <= p of the (k+1)-th; when that is below the
- * k-th's p, the k with the largest u are exactly the k with the largest p,
- * and sorting them by (p descending, expert ascending) gives the order of
- * the rule. Returns false when the rule needs the full pass: s is NaN (a
- * NaN or an infinite logit) or the k-th and (k+1)-th p are equal. xb holds
+ * outside the k + 1 largest u has p <= p of the (k+1)-th; when that is
+ * below the k-th's p, the k largest u are the experts with p >= the k-th's,
+ * and sorting them by (p descending, expert ascending) gives the rule's k.
+ * When the (k+1)-th p equals the k-th's, the candidates are all u >= the
+ * smallest u giving the k-th's p (at most GT_INSERT_K of them). Returns
+ * false when the rule needs the full pass: s is NaN (a NaN or an infinite
+ * logit), more candidates, or more than 8 u steps give the k-th's p. xb holds
  * GT_PAD(n) floats, -inf past n, at any alignment (x's own row when it
  * needs no widening or padding; it may be u itself); u receives the
  * GT_PAD(n) exp values. */
@@ -367,16 +369,44 @@ static bool gt_fast(const char *xb, float *u, int64_t n, int64_t k, int32_t *sel
     int32_t lok;
     memcpy(&lok, &lo, 4);
     uint64_t best[GT_INSERT_K];
-    gt_select(u, n, k + 1, lok > 0 ? lok : INT32_MIN, best);
     float pk[GT_INSERT_K];
     int32_t ek[GT_INSERT_K];
-    for (int64_t i = 0; i <= k; i++) {
+    int64_t kk = k + 1;
+    gt_select(u, n, kk, lok > 0 ? lok : INT32_MIN, best);
+    for (int64_t i = 0; i < kk; i++) {
         ek[i] = (int32_t)~(uint32_t)best[i];
         pk[i] = u[ek[i]] / s;
     }
-    if (!(pk[k] < pk[k - 1])) return false;
-    /* p is non-increasing along the u order: reorder runs of equal p by expert */
-    for (int64_t i = 1; i < k; i++) {
+    if (!(pk[k] < pk[k - 1])) {
+        /* the (k+1)-th p equals the k-th's (equal logits, or u that round to
+         * the same p): take every expert whose u is at least tb, the
+         * smallest u (as bits) still giving the k-th's p, so that every u
+         * below gives a smaller p; a few steps down from the k-th's u */
+        const float pkk = pk[k - 1];
+        uint32_t tb = f2u(u[ek[k - 1]]);
+        int steps = 0;
+        while (tb > 0 && u2f(tb - 1) / s == pkk) {
+            tb--;
+            if (++steps > 8) return false;
+        }
+        int64_t cnt = 0;
+        for (int64_t j0 = 0; j0 < n; j0 += 8) {
+            unsigned m8 = gt_above8((const int32_t *)(const void *)(u + j0), (int32_t)tb - 1);
+            if (n - j0 < 8) m8 &= (1u << (n - j0)) - 1u;
+            cnt += __builtin_popcount(m8);
+        }
+        if (cnt > GT_INSERT_K) return false;
+        kk = cnt; /* >= k + 1: the first k + 1 have u >= the k-th's */
+        gt_select(u, n, kk, (int32_t)tb, best);
+        for (int64_t i = 0; i < kk; i++) {
+            ek[i] = (int32_t)~(uint32_t)best[i];
+            pk[i] = u[ek[i]] / s;
+        }
+    }
+    while (kk > k && pk[kk - 1] < pk[k - 1]) kk--; /* the experts with p >= the k-th's */
+    /* p is non-increasing along the u order: reorder runs of equal p by
+     * expert; the first k are the answer */
+    for (int64_t i = 1; i < kk; i++) {
         const float pv = pk[i];
         const int32_t ev = ek[i];
         int64_t q = i;
@@ -422,10 +452,18 @@ static void gt_load(const gt_ctx *c, int64_t r, float *v) {
         }
         break;
     default:
-        for (int64_t j = 0; j < E; j++) {
-            uint16_t h;
-            memcpy(&h, row + j * sc, 2);
-            v[j] = mf_bf16_to_f32(h);
+        if (sc == 2) { /* contiguous: a constant stride, so the widening vectorizes */
+            for (int64_t j = 0; j < E; j++) {
+                uint16_t h;
+                memcpy(&h, row + j * 2, 2);
+                v[j] = mf_bf16_to_f32(h);
+            }
+        } else {
+            for (int64_t j = 0; j < E; j++) {
+                uint16_t h;
+                memcpy(&h, row + j * sc, 2);
+                v[j] = mf_bf16_to_f32(h);
+            }
         }
         break;
     }

@@ -34,16 +34,13 @@ static inline float u2f(uint32_t u) {
 typedef float gvf __attribute__((vector_size(4 * GT_W)));
 typedef int32_t gvi __attribute__((vector_size(4 * GT_W)));
 #define GT_NV (8 / GT_W) /* vectors per block of 8 */
-static inline gvf gv_splat(float f) {
-    gvf v;
-    for (int l = 0; l < GT_W; l++) v[l] = f;
-    return v;
-}
+/* (a vector plus a scalar broadcasts it: one instruction where a lane loop
+ * may become a chain of inserts) */
 static inline gvi gi_splat(int32_t i) {
-    gvi v;
-    for (int l = 0; l < GT_W; l++) v[l] = i;
-    return v;
+    const gvi z = {0};
+    return z + i;
 }
+static inline gvf gv_splat(float f) { return (gvf)gi_splat((int32_t)f2u(f)); }
 static inline gvf gv_load(const float *p) {
     gvf v;
     memcpy(&v, p, sizeof v);
@@ -248,9 +245,8 @@ static void gt_topk(const float *v, int64_t n, int64_t k, int32_t *sk, uint64_t 
 
 /* Bit i of the result: lane i of the block of 8 at k[0..8) is > t (signed
  * int32 compare). */
-static inline unsigned gt_above8(const int32_t *k, int32_t t) {
+static inline unsigned gt_above8v(const int32_t *k, gvi tv) {
     unsigned m = 0;
-    const gvi tv = gi_splat(t);
     for (int h = 0; h < GT_NV; h++) {
         gvi kv;
         memcpy(&kv, k + h * GT_W, sizeof kv);
@@ -265,6 +261,7 @@ static inline unsigned gt_above8(const int32_t *k, int32_t t) {
     }
     return m;
 }
+static inline unsigned gt_above8(const int32_t *k, int32_t t) { return gt_above8v(k, gi_splat(t)); }
 
 /* best[0..k) = the k largest candidates key[j] << 32 | ~j over j < n, in
  * descending order (key descending, j ascending), k <= GT_INSERT_K and
@@ -278,8 +275,9 @@ static void gt_select(const void *keys, int64_t n, int64_t k, int32_t lo, uint64
     int64_t have = 0;
     int32_t thr = lo == INT32_MIN ? INT32_MIN : lo - 1;
     bool full = false;
+    gvi thrv = gi_splat(thr);
     for (int64_t j0 = 0; j0 < n; j0 += 8) {
-        unsigned m = (full || lo != INT32_MIN) ? gt_above8(key + j0, thr) : 0xFFu;
+        unsigned m = (full || lo != INT32_MIN) ? gt_above8v(key + j0, thrv) : 0xFFu;
         if (n - j0 < 8) m &= (1u << (n - j0)) - 1u;
         while (m) {
             const int b = __builtin_ctz(m);
@@ -295,7 +293,11 @@ static void gt_select(const void *keys, int64_t n, int64_t k, int32_t lo, uint64
                 i--;
             }
             best[i] = c;
-            if (have == k) full = true, thr = (int32_t)((uint32_t)(best[k - 1] >> 32) ^ 0x80000000u);
+            if (have == k) {
+                full = true;
+                thr = (int32_t)((uint32_t)(best[k - 1] >> 32) ^ 0x80000000u);
+                thrv = gi_splat(thr);
+            }
         }
     }
 }

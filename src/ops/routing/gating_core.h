@@ -165,84 +165,6 @@ static inline gvi gt_skeyv(gvf f) {
     return gi_sel((u & gi_splat(INT32_MAX)) > gi_splat(0x7F800000), gi_splat(INT32_MAX), k);
 }
 
-/* sel[0..k) = the positions of the k largest v[0..n) by (key descending,
- * position ascending). A candidate c = key << 32 | ~position: larger is
- * better, all distinct; a later position with an equal key never displaces
- * an earlier one, so once k are kept only a key above the k-th kept enters.
- * For k < 32: the k-th largest of the maxima of 32 groups of elements, t0,
- * bounds the k-th largest key from below (k groups reach it), so keys below
- * t0 cannot be picked and are skipped. v holds GT_PAD(n) floats; sk is
- * scratch of as many. */
-static void gt_topk(const float *v, int64_t n, int64_t k, int32_t *sk, uint64_t *best, int32_t *sel) {
-    const int64_t np = GT_PAD(n);
-    const bool heap = k > GT_INSERT_K;
-    gvi lane;
-    for (int l = 0; l < GT_W; l++) lane[l] = l;
-    /* 32 groups: lane l of vector i belongs to group (i mod GT_G) * GT_W + l */
-    enum { GT_G = 32 / GT_W };
-    gvi gmax[GT_G];
-    for (int h = 0; h < GT_G; h++) gmax[h] = gi_splat(INT32_MIN);
-    for (int64_t j = 0, i = 0; j < np; j += GT_W, i++) {
-        gvi key = gt_skeyv(gv_load(v + j));
-        /* the padding past n: the smallest key */
-        key = gi_sel(lane + gi_splat((int32_t)j) < gi_splat((int32_t)n), key, gi_splat(INT32_MIN));
-        memcpy(sk + j, &key, sizeof key);
-        gvi *g = &gmax[i % GT_G];
-        *g = gi_sel(key > *g, key, *g);
-    }
-    int32_t t0 = INT32_MIN;
-    if (!heap && k < 32) {
-        /* t0 = the k-th largest group maximum: the smallest one with fewer
-         * than k larger (branch free; equal maxima share a rank) */
-        int32_t gm[32];
-        memcpy(gm, gmax, sizeof gm);
-        int32_t best_t = INT32_MAX;
-        for (int i = 0; i < 32; i++) {
-            int32_t above = 0;
-            for (int j = 0; j < 32; j++) above += gm[j] > gm[i];
-            best_t = above < k && gm[i] < best_t ? gm[i] : best_t;
-        }
-        t0 = best_t; /* k groups reach it: a lower bound of the k-th largest key */
-    }
-    int64_t have = 0;
-    uint32_t thr = 0;
-    const gvi tv = gi_splat(t0);
-    for (int64_t j0 = 0; j0 < np; j0 += GT_W) {
-        gvi kv;
-        memcpy(&kv, sk + j0, sizeof kv);
-        const gvi ge = kv >= tv; /* padding keys are INT32_MIN: below any t0 but INT32_MIN itself */
-        uint64_t w[GT_W / 2], any = 0;
-        memcpy(w, &ge, sizeof w);
-        for (int l = 0; l < GT_W / 2; l++) any |= w[l];
-        if (!any) continue;
-        const int64_t j1 = j0 + GT_W < n ? j0 + GT_W : n;
-        for (int64_t j = j0; j < j1; j++) {
-            if (sk[j] < t0) continue;
-            const uint32_t key = (uint32_t)sk[j] ^ 0x80000000u;
-            if (have == k && key <= thr) continue;
-            gt_consider(best, &have, k, (uint64_t)key << 32 | (uint32_t)~(uint32_t)j);
-            if (have == k) thr = (uint32_t)(best[heap ? 0 : k - 1] >> 32);
-        }
-    }
-    if (heap) { /* heap sort: pop the worst into the back, best[] ends descending */
-        for (int64_t m = k - 1; m > 0; m--) {
-            const uint64_t top = best[0], last = best[m];
-            int64_t i = 0;
-            for (;;) {
-                int64_t ch = 2 * i + 1;
-                if (ch >= m) break;
-                if (ch + 1 < m && best[ch + 1] < best[ch]) ch++;
-                if (best[ch] >= last) break;
-                best[i] = best[ch];
-                i = ch;
-            }
-            best[i] = last;
-            best[m] = top;
-        }
-    }
-    for (int64_t i = 0; i < k; i++) sel[i] = (int32_t)~(uint32_t)best[i];
-}
-
 /* Bit i of the result: lane i of the block of 8 at k[0..8) is > t (signed
  * int32 compare). */
 static inline unsigned gt_above8v(const int32_t *k, gvi tv) {
@@ -300,6 +222,83 @@ static void gt_select(const void *keys, int64_t n, int64_t k, int32_t lo, uint64
             }
         }
     }
+}
+
+/* sel[0..k) = the positions of the k largest v[0..n) by (key descending,
+ * position ascending). A candidate c = key << 32 | ~position: larger is
+ * better, all distinct; a later position with an equal key never displaces
+ * an earlier one, so once k are kept only a key above the k-th kept enters.
+ * For k < 32: the k-th largest of the maxima of 32 groups of elements, t0,
+ * bounds the k-th largest key from below (k groups reach it), so keys below
+ * t0 cannot be picked and are skipped. v holds GT_PAD(n) floats; sk is
+ * scratch of as many. */
+static void gt_topk(const float *v, int64_t n, int64_t k, int32_t *sk, uint64_t *best, int32_t *sel) {
+    const int64_t np = GT_PAD(n);
+    const bool heap = k > GT_INSERT_K;
+    gvi lane;
+    for (int l = 0; l < GT_W; l++) lane[l] = l;
+    /* 32 groups: lane l of vector i belongs to group (i mod GT_G) * GT_W + l */
+    enum { GT_G = 32 / GT_W };
+    gvi gmax[GT_G];
+    for (int h = 0; h < GT_G; h++) gmax[h] = gi_splat(INT32_MIN);
+    for (int64_t j = 0, i = 0; j < np; j += GT_W, i++) {
+        gvi key = gt_skeyv(gv_load(v + j));
+        /* the padding past n: the smallest key */
+        key = gi_sel(lane + gi_splat((int32_t)j) < gi_splat((int32_t)n), key, gi_splat(INT32_MIN));
+        memcpy(sk + j, &key, sizeof key);
+        gvi *g = &gmax[i % GT_G];
+        *g = gi_sel(key > *g, key, *g);
+    }
+    int32_t t0 = INT32_MIN;
+    if (!heap && k < 32) {
+        /* t0 = the k-th largest group maximum: the smallest one with fewer
+         * than k larger (branch free; equal maxima share a rank) */
+        int32_t gm[32];
+        memcpy(gm, gmax, sizeof gm);
+        gvi above[GT_G], bt = gi_splat(INT32_MAX);
+        for (int h = 0; h < GT_G; h++) above[h] = gi_splat(0);
+        for (int i = 0; i < 32; i++) { /* above: how many group maxima exceed each one */
+            const gvi gi = gi_splat(gm[i]);
+            for (int h = 0; h < GT_G; h++) above[h] -= gmax[h] < gi;
+        }
+        for (int h = 0; h < GT_G; h++) {
+            const gvi c = gi_sel(above[h] < gi_splat((int32_t)k), gmax[h], gi_splat(INT32_MAX));
+            bt = gi_sel(c < bt, c, bt);
+        }
+        int32_t best_t = bt[0];
+        for (int l = 1; l < GT_W; l++) best_t = bt[l] < best_t ? bt[l] : best_t;
+        t0 = best_t; /* k groups reach it: a lower bound of the k-th largest key */
+    }
+    if (!heap) {
+        gt_select(sk, n, k, t0, best);
+        for (int64_t i = 0; i < k; i++) sel[i] = (int32_t)~(uint32_t)best[i];
+        return;
+    }
+    int64_t have = 0;
+    uint32_t thr = 0;
+    for (int64_t j = 0; j < n; j++) {
+        const uint32_t key = (uint32_t)sk[j] ^ 0x80000000u;
+        if (have == k && key <= thr) continue;
+        gt_consider(best, &have, k, (uint64_t)key << 32 | (uint32_t)~(uint32_t)j);
+        if (have == k) thr = (uint32_t)(best[0] >> 32);
+    }
+    if (heap) { /* heap sort: pop the worst into the back, best[] ends descending */
+        for (int64_t m = k - 1; m > 0; m--) {
+            const uint64_t top = best[0], last = best[m];
+            int64_t i = 0;
+            for (;;) {
+                int64_t ch = 2 * i + 1;
+                if (ch >= m) break;
+                if (ch + 1 < m && best[ch + 1] < best[ch]) ch++;
+                if (best[ch] >= last) break;
+                best[i] = best[ch];
+                i = ch;
+            }
+            best[i] = last;
+            best[m] = top;
+        }
+    }
+    for (int64_t i = 0; i < k; i++) sel[i] = (int32_t)~(uint32_t)best[i];
 }
 
 /* The fast path of renorm 0 without the softmax output (k < 32, k < n): the

@@ -15,7 +15,10 @@
  *   partial sums (lane e % 8), combined pairwise; p[e] = u[e] / s; a NaN p
  *   becomes the one quiet NaN 0x7FC00000.
  *   Top-k: the k largest p by (value descending, expert ascending);
- *   -0 counts as +0 and NaN as the largest value.
+ *   -0 counts as +0 and NaN as the largest value. Without the softmax
+ *   output only the p of a few candidates are computed (gt_fast in
+ *   gating_core.h: u / s is monotone in u, ties on p settled as above), the
+ *   same values by the same operations.
  * renorm 1 (V2): the top-k of v itself, then the same softmax over those k. */
 #include "aclnnop/aclnn_moe_gating_top_k_softmax.h"
 #include "aclnnop/aclnn_moe_gating_top_k_softmax_v2.h"

@@ -15,6 +15,8 @@ import sys
 import numpy as np
 
 EXE, WORK = sys.argv[1], sys.argv[2]
+# Under make test-aarch64 the CLI is an aarch64 binary: run it through the emulator.
+EMU = [os.environ["MOEFR_TEST_EMULATOR"]] if os.environ.get("MOEFR_TEST_EMULATOR") else []
 shutil.rmtree(WORK, ignore_errors=True)
 os.makedirs(WORK)
 rng = np.random.default_rng()
@@ -29,7 +31,7 @@ def check(cond, what):
 
 
 def run(*args):
-    return subprocess.run([EXE, "gating", *args], capture_output=True, text=True)
+    return subprocess.run([*EMU, EXE, "gating", *args], capture_output=True, text=True)
 
 
 def bf16_bits(a):

@@ -16,8 +16,12 @@ rng = np.random.default_rng(int.from_bytes(os.urandom(4), "little"))
 fails = 0
 
 
+# Under make test-aarch64 the CLI is an aarch64 binary: run it through the emulator.
+EMU = [os.environ["MOEFR_TEST_EMULATOR"]] if os.environ.get("MOEFR_TEST_EMULATOR") else []
+
+
 def run(*args):
-    return subprocess.run([moefr, *args], capture_output=True, text=True)
+    return subprocess.run([*EMU, moefr, *args], capture_output=True, text=True)
 
 
 def check(cond, what):

@@ -8,11 +8,7 @@
 
 static const char OP[] = "aclnnMoeComputeExpertTokens";
 #define TILING ACLNN_ERR_INNER_TILING_ERROR
-#define TRY(call)                             \
-    do {                                      \
-        aclnnStatus rc_ = (call);             \
-        if (rc_ != ACLNN_SUCCESS) return rc_; \
-    } while (0)
+#define TRY MF_TRY
 
 enum { S_SORTED, S_OUT, S_NT };
 static const char *const NAMES[S_NT] = {"sortedExperts", "out"};

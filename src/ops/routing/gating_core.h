@@ -16,18 +16,6 @@
 #error "GT_W must be 4 or 8"
 #endif
 
-/* ---- fp32 arithmetic, the same bits everywhere ---- */
-static inline uint32_t f2u(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-static inline float u2f(uint32_t u) {
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
 /* GT_W-lane generic vectors: SSE2 or AVX2 on x86-64, Advanced SIMD on
  * AArch64, plain scalar code elsewhere. Rows are padded to a multiple of 8
  * floats with -inf (exp gives +0, which the sums absorb). */
@@ -40,7 +28,7 @@ static inline gvi gi_splat(int32_t i) {
     const gvi z = {0};
     return z + i;
 }
-static inline gvf gv_splat(float f) { return (gvf)gi_splat((int32_t)f2u(f)); }
+static inline gvf gv_splat(float f) { return (gvf)gi_splat((int32_t)mf_f32_bits(f)); }
 static inline gvf gv_load(const float *p) {
     gvf v;
     memcpy(&v, p, sizeof v);
@@ -115,7 +103,7 @@ static void gt_softmax(float *v, int64_t n) {
     float a8[8];
     memcpy(a8, acc, sizeof a8);
     const float s = ((a8[0] + a8[1]) + (a8[2] + a8[3])) + ((a8[4] + a8[5]) + (a8[6] + a8[7]));
-    const gvf ss = gv_splat(s), qnan = gv_splat(u2f(GT_QNAN));
+    const gvf ss = gv_splat(s), qnan = gv_splat(mf_bits_f32(GT_QNAN));
     for (int64_t j = 0; j < np; j += GT_W) {
         const gvf p = gv_load(v + j) / ss;
         gv_store(v + j, gv_sel(p != p, qnan, p));
@@ -384,9 +372,9 @@ static bool gt_fast(const char *xb, float *u, int64_t n, int64_t k, int32_t *sel
          * smallest u (as bits) still giving the k-th's p, so that every u
          * below gives a smaller p; a few steps down from the k-th's u */
         const float pkk = pk[k - 1];
-        uint32_t tb = f2u(u[ek[k - 1]]);
+        uint32_t tb = mf_f32_bits(u[ek[k - 1]]);
         int steps = 0;
-        while (tb > 0 && u2f(tb - 1) / s == pkk) {
+        while (tb > 0 && mf_bits_f32(tb - 1) / s == pkk) {
             tb--;
             if (++steps > 8) return false;
         }

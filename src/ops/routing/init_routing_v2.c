@@ -9,11 +9,7 @@
 
 static const char OP[] = "aclnnMoeInitRoutingV2";
 #define TILING ACLNN_ERR_INNER_TILING_ERROR
-#define TRY(call)                             \
-    do {                                      \
-        aclnnStatus rc_ = (call);             \
-        if (rc_ != ACLNN_SUCCESS) return rc_; \
-    } while (0)
+#define TRY MF_TRY
 
 #define S_X MF_IR_X
 #define S_EIDX MF_IR_EIDX

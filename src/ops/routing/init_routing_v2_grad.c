@@ -9,11 +9,7 @@
 
 static const char OP[] = "aclnnMoeInitRoutingV2Grad";
 #define TILING ACLNN_ERR_INNER_TILING_ERROR
-#define TRY(call)                             \
-    do {                                      \
-        aclnnStatus rc_ = (call);             \
-        if (rc_ != ACLNN_SUCCESS) return rc_; \
-    } while (0)
+#define TRY MF_TRY
 
 #define S_G MF_IRG_G
 #define S_IDX MF_IRG_IDX

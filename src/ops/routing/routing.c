@@ -79,26 +79,20 @@ aclnnStatus mf_read_expert_keys(const char *op, const char *name, const aclTenso
 
 /* ---- the forward core ---- */
 
-static uint64_t carve(uint64_t *used, uint64_t bytes) {
-    uint64_t at = *used;
-    *used += (bytes + 63) & ~(uint64_t)63;
-    return at;
-}
-
 aclnnStatus mf_route_layout(const char *op, mf_route_plan *p, uint64_t used) {
     /* keys, the sorted positions, per-expert counts, the drop/pad
      * destination map, the sort's scratch */
     const int64_t T = p->T;
     const bool counted = p->key_hi != MF_SORT_KEY_MAX;
-    p->ws_key = carve(&used, (uint64_t)T * 4);
-    p->ws_perm = carve(&used, (uint64_t)T * 4);
+    p->ws_key = mf_carve(&used, (uint64_t)T * 4);
+    p->ws_perm = mf_carve(&used, (uint64_t)T * 4);
     if (counted) {
         if (p->E > (INT64_MAX >> 5))
             return mf_fail(ACLNN_ERR_INNER_TILING_ERROR, "%s: workspace for expertNum counts overflows", op);
-        p->ws_counts = carve(&used, (uint64_t)p->E * 8);
+        p->ws_counts = mf_carve(&used, (uint64_t)p->E * 8);
     }
-    if (p->drop_pad) p->ws_map = carve(&used, (uint64_t)(p->E * p->C) * 4);
-    p->ws_sort = carve(&used, mf_sort_scratch_bytes(T, counted ? (p->E > 0 ? p->E : 1) : p->key_hi));
+    if (p->drop_pad) p->ws_map = mf_carve(&used, (uint64_t)(p->E * p->C) * 4);
+    p->ws_sort = mf_carve(&used, mf_sort_scratch_bytes(T, counted ? (p->E > 0 ? p->E : 1) : p->key_hi));
     p->ws_bytes = used;
     return ACLNN_SUCCESS;
 }

@@ -93,4 +93,17 @@ static inline void ru_ref_sort(const int64_t *key, int64_t T, int64_t *perm) {
     free(p);
 }
 
+/* The verdict of one phase-1 call: 1 (after printing why) when its status
+ * is not want or, with msg not NULL, its one-line message is not exactly
+ * msg; 0 otherwise. A successful call's executor is destroyed. */
+static inline int ru_phase1_bad(aclnnStatus rc, aclOpExecutor *e, aclnnStatus want, const char *msg, int line) {
+    const char *got = aclGetRecentErrMsg();
+    int bad = rc != want || (msg && (got == NULL || strcmp(got, msg) != 0));
+    if (bad)
+        printf("FAIL line %d: status %d (want %d), message '%s' (want '%s')\n", line, rc, want, got ? got : "(null)",
+               msg ? msg : "(any)");
+    if (rc == ACLNN_SUCCESS) aclDestroyAclOpExecutor(e);
+    return bad;
+}
+
 #endif /* MOEFR_TESTS_ROUTING_UTIL_H_ */

@@ -274,13 +274,7 @@ static void expect(vcall c, aclnnStatus want, const char *msg, int line) {
                                                            c.row, c.cnt, c.bef, c.null_ws ? NULL : &ws,
                                                            c.null_ex ? NULL : &e);
     g_checks++;
-    const char *got = aclGetRecentErrMsg();
-    if (rc != want || (msg && (got == NULL || strcmp(got, msg) != 0))) {
-        printf("FAIL line %d: status %d (want %d), message '%s' (want '%s')\n", line, rc, want, got ? got : "(null)",
-               msg ? msg : "(any)");
-        g_fail++;
-    }
-    if (rc == ACLNN_SUCCESS) aclDestroyAclOpExecutor(e);
+    g_fail += ru_phase1_bad(rc, e, want, msg, line);
 }
 #define EXPECT(c, want, msg) expect(c, want, msg, __LINE__)
 

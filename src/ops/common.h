@@ -49,6 +49,18 @@ static inline int32_t mf_small_i32(const mf_small *v, int64_t i, int64_t k) {
     memcpy(&x, v->data + i * v->s0 + k * v->s1, 4);
     return x;
 }
+/* Element (i, k) of a small INT32 or INT64 input, widened to int64. */
+static inline int64_t mf_small_index(const mf_small *v, int64_t i, int64_t k) {
+    const char *p = v->data + i * v->s0 + k * v->s1;
+    if (v->dtype == ACL_INT64) {
+        int64_t x;
+        memcpy(&x, p, 8);
+        return x;
+    }
+    int32_t x;
+    memcpy(&x, p, 4);
+    return x;
+}
 /* Element (i, k) of a small float input, widened exactly to fp32. Inline:
  * the row loops call it once per row. */
 static inline float mf_small_f32(const mf_small *v, int64_t i, int64_t k) {

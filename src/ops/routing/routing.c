@@ -48,20 +48,11 @@ void mf_gather_rows(const mf_rows *src, int64_t H, size_t es, const int32_t *map
 aclnnStatus mf_read_expert_keys(const char *op, const char *name, const aclTensor *eidx, int64_t N, int64_t K,
                                 int64_t hi, uint32_t *key, int64_t *counts, int64_t *max_key) {
     const mf_small v = mf_small_of(eidx);
-    const bool wide = eidx->dtype == ACL_INT64;
     int64_t mx = 0;
     if (counts) memset(counts, 0, (size_t)hi * sizeof *counts);
     for (int64_t r = 0; r < N; r++)
         for (int64_t k = 0; k < K; k++) {
-            const char *p = mf_small_at(&v, r, k);
-            int64_t e;
-            if (wide) {
-                memcpy(&e, p, 8);
-            } else {
-                int32_t e32;
-                memcpy(&e32, p, 4);
-                e = e32;
-            }
+            const int64_t e = mf_small_index(&v, r, k);
             if (e < 0 || e >= hi) {
                 if (eidx->ndim == 1)
                     return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s[%lld] = %lld is out of range [0, %lld)", op,

@@ -162,15 +162,7 @@ static aclnnStatus read_keys_a2(const aclTensor *ind, int64_t N, int64_t K, uint
     uint32_t mx = 0;
     for (int64_t r = 0; r < N; r++)
         for (int64_t k = 0; k < K; k++) {
-            const char *q = mf_small_at(&v, r, k);
-            int64_t e;
-            if (wide) {
-                memcpy(&e, q, 8);
-            } else {
-                int32_t e32;
-                memcpy(&e32, q, 4);
-                e = e32;
-            }
+            const int64_t e = mf_small_index(&v, r, k);
             uint32_t kv;
             if (e >= 0 && e < MF_TP_SORT_LIMIT) kv = (uint32_t)e + 1;
             else if (e == lo) kv = 0;

@@ -14,6 +14,7 @@
 #include "aclnnop/aclnn_moe_token_permute_grad.h"
 #include "aclnnop/aclnn_moe_token_unpermute.h"
 #include "aclnnop/aclnn_moe_token_unpermute_grad.h"
+#include "fwd_ref.h"
 #include "ref_fp.h"
 #include "routing_util.h"
 
@@ -234,7 +235,8 @@ static void permute_grad_case(aclDataType dt, int64_t N, int64_t K, int64_t H, i
     free(g), free(idx), free(gs), free(is), free(out);
 }
 
-/* ---- unpermute: out[r] = sum_k p[r][k] * x[idx[r*K+k]] over idx < M, fp64, rounded once ---- */
+/* ---- unpermute: out[r] = sum_k p[r][k] * x[idx[r*K+k]] over idx < M, in the forward's canonical
+ * order (fwd_ref.h: fp32 groups of 32 elements, fp64 fallback; fp64 for K > 32) ---- */
 
 static void unpermute_case(aclDataType dt, aclDataType pt, int64_t N, int64_t K, int64_t H, int64_t M, int probs,
                            int specials) {
@@ -270,30 +272,35 @@ static void unpermute_case(aclDataType dt, aclDataType pt, int64_t N, int64_t K,
         rc = aclnnMoeTokenUnpermute(ws, wsz, e, NULL);
         free(ws);
         CHECK(rc == 0, "%s: phase 2 = %d (%s)", what, rc, aclGetRecentErrMsg());
+        /* the oracle: the forward's canonical order (fwd_ref.h) over the token's kept slots */
         int bad = 0;
-        for (int64_t r = 0; r < N && !bad; r++)
+        const void **xr = malloc(sizeof *xr * (size_t)(K + 1)), **br = malloc(sizeof *br * (size_t)(K + 1));
+        double *sr = malloc(sizeof *sr * (size_t)(K + 1));
+        unsigned char *want = malloc((size_t)H * es + 1);
+        for (int64_t r = 0; r < N && !bad; r++) {
+            int have = 0;
+            for (int64_t k = 0; k < K; k++) {
+                const int32_t d = idx[r * K + k];
+                sr[k] = probs ? dec(pt, p + (r * K + k) * (int64_t)pes) : 1.0;
+                br[k] = NULL;
+                xr[k] = d >= M || (A2 && sr[k] == 0.0) ? NULL : x + (size_t)(d * H) * es;
+                have |= xr[k] != NULL;
+            }
+            const fr_row row = {(int)dt, NULL, NULL, (int)K, xr, br, sr};
+            fr_row_forward(&row, 0, H, want, K <= FR_KMAX32);
             for (int64_t h = 0; h < H && !bad; h++) {
-                double acc = 0.0;
-                int have = 0;
-                for (int64_t k = 0; k < K; k++) {
-                    const int32_t d = idx[r * K + k];
-                    const double s = probs ? dec(pt, p + (r * K + k) * (int64_t)pes) : 1.0;
-                    if (d >= M || (A2 && s == 0.0)) continue;
-                    const double t = s * dec(dt, x + (d * H + h) * (int64_t)es);
-                    acc = have ? acc + t : t;
-                    have = 1;
-                }
-                const double got = dec(dt, out + (r * H + h) * (int64_t)es);
-                unsigned char want[4];
-                enc(dt, want, have ? acc : 0.0);
+                const double got = dec(dt, out + (r * H + h) * (int64_t)es), w = dec(dt, want + h * (int64_t)es);
                 /* a zero sum may carry either sign: under valgrind the AVX2 path's -0.0 comes out +0.0
                  * (natively every path gives the oracle's sign) */
-                const int ok = isnan(acc) ? isnan(got)
-                                          : !memcmp(want, out + (r * H + h) * (int64_t)es, es) || (got == 0.0 && acc == 0.0);
+                const int ok = isnan(w) ? isnan(got)
+                                        : !memcmp(want + h * (int64_t)es, out + (r * H + h) * (int64_t)es, es) ||
+                                              (got == 0.0 && w == 0.0);
                 if (!ok)
-                    bad = 1, FAILED("%s: out[%lld][%lld] = %g, want %g", what, (long long)r, (long long)h, got,
-                                   have ? acc : 0.0);
+                    bad = 1, FAILED("%s: out[%lld][%lld] = %a, want %a (%s)", what, (long long)r, (long long)h, got, w,
+                                   have ? "terms" : "no term");
             }
+        }
+        free(xr), free(br), free(sr), free(want);
         CHECK(ru_guard_ok(out, ob), "%s: guard bytes overwritten", what);
     }
     g_cases++;

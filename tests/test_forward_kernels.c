@@ -1,7 +1,9 @@
 /* test_forward_kernels.c - every forward kernel table this CPU can run, called
  * directly: one rounding of arbitrary fp64 sums (ties, near-ties, subnormals,
- * overflow, NaN) against the oracle's integer RNE, and the slot-group paths
- * (LOAD / non-FINAL accumulator tiles) against the scalar table, bit for bit. */
+ * overflow, NaN) against the oracle's integer RNE, the slot-group paths
+ * (LOAD / non-FINAL accumulator tiles) against the scalar table, and the
+ * canonical order of issue 13 (fp32 groups from the call's j0 on a single
+ * FINAL call, fp64 otherwise) against fwd_ref's row oracle, bit for bit. */
 #include <math.h>
 
 #include "cpu/cpu.h"
@@ -130,6 +132,109 @@ static int check_groups(const mf_fwd_kernels *fk) {
     return fails;
 }
 
+/* Data for the fp32 order's edges: tu_fill's mix, and now and then a tiny,
+ * huge, largest-finite, infinite or NaN element (so some groups fall back). */
+static void fill_mix(int dt, void *base, int64_t n) {
+    tu_fill(dt, base, n);
+    const double mx = dt == FR_F32 ? 0x1.fffffep127 : dt == FR_BF16 ? 0x1.fep127 : 65504.0;
+    for (int64_t i = 0; i < n; i++) {
+        const int c = (int)tu_int(0, 199);
+        if (c >= 6) continue;
+        const double sp[6] = {dt == FR_F16 ? 0x1p-24 : 0x1p-120, mx / 2, mx, INFINITY, NAN, -0.0};
+        tu_put(dt, base, i, (tu_int(0, 1) ? -1 : 1) * sp[c]);
+    }
+}
+/* a random binary32 scale: mostly ordinary, sometimes +-1, 0, tiny or huge */
+static double scale32(void) {
+    const int c = (int)tu_int(0, 19);
+    const double sg = tu_int(0, 1) ? -1 : 1;
+    if (c == 0) return sg;
+    if (c == 1) return 0.0;
+    if (c == 2) return (double)(float)(sg * ldexp(1 + tu_unit(), (int)tu_int(-149, -100)));
+    if (c == 3) return (double)(float)(sg * ldexp(1 + tu_unit(), (int)tu_int(60, 126)));
+    return (double)(float)((tu_unit() - 0.5) * 4);
+}
+
+/* The canonical order of issue 13 on a single FINAL call (fp32 groups of 32
+ * from the call's j0, fp64 fallback; fp64 when a scale is not a binary32
+ * value) and on split calls (non-FINAL / LOAD: fp64; a FINAL call after an
+ * empty first part starts afresh: fp32 again), against fwd_ref's row oracle. */
+static int check_fp32(const mf_fwd_kernels *fk) {
+    int fails = 0;
+    for (int rep = 0; rep < 600 && fails < 10; rep++) {
+        const int d = (int)tu_int(0, 2), dt = ACL_OF[d];
+        const size_t es = fr_size(dt);
+        const int64_t H = tu_int(1, 300), K = tu_int(0, MF_FWD_KMAX);
+        unsigned char *rows = malloc((size_t)(2 * K + 2) * H * es), *o = malloc(H * es), *w = malloc(H * es);
+        fill_mix(dt, rows, (2 * K + 2) * H);
+        mf_fwd_row t;
+        memset(&t, 0, sizeof t);
+        const int x12 = (int)tu_int(0, 2);
+        t.x1 = x12 ? rows + 2 * K * H * es : NULL;
+        t.x2 = x12 == 2 ? rows + (2 * K + 1) * H * es : NULL;
+        t.nk = (int)K;
+        for (int q = 0; q < K; q++) {
+            const int pres = (int)tu_int(0, 7); /* mostly x (and b); sometimes b alone or nothing */
+            t.x[q] = pres == 0 || pres == 1 ? NULL : rows + 2 * q * H * es;
+            t.b[q] = pres == 1 || pres >= 5 ? rows + (2 * q + 1) * H * es : NULL;
+            t.s[q] = scale32();
+        }
+        if (K > 0 && tu_int(0, 9) == 0) t.s[tu_int(0, K - 1)] = 1 + 0x1p-40; /* not a binary32 value: fp64 */
+        const fr_row row = {dt, t.x1, t.x2, (int)K, t.x, t.b, t.s};
+        /* (a) one FINAL call on [j0, j0 + n): groups start at j0; nothing outside written */
+        const int64_t j0 = tu_int(0, H - 1), n = tu_int(1, H - j0);
+        t.out = o;
+        memset(o, 0xA7, H * es);
+        memset(w, 0xA7, H * es);
+        fk->row[d](&t, (size_t)j0, (size_t)n, NULL, MF_FWD_FINAL, rep & 1);
+        fk->fence();
+        fr_row_forward(&row, j0, n, w, 1);
+        if (memcmp(o, w, H * es) != 0) {
+            int64_t j = 0;
+            while (memcmp(o + j * es, w + j * es, es) == 0) j++;
+            uint32_t a = 0, b = 0;
+            memcpy(&a, o + j * es, es), memcpy(&b, w + j * es, es);
+            fprintf(stderr, "%s: FINAL call (dt %d, H %lld, K %lld, j0 %lld, n %lld): out[%lld] = 0x%x, oracle 0x%x\n",
+                    fk->isa, dt, (long long)H, (long long)K, (long long)j0, (long long)n, (long long)j, a, b);
+            fails++;
+        }
+        /* (b) the slots in two groups over an fp64 tile, pieces of H */
+        double *acc = malloc(H * 8);
+        memset(o, 0xA7, H * es);
+        memset(w, 0xA7, H * es);
+        const int64_t split = tu_int(0, K);
+        int first_has = x12 != 0; /* what the first call's "have" will be */
+        for (int q = 0; q < split; q++) first_has |= t.x[q] || t.b[q];
+        mf_fwd_row b = t;
+        b.x1 = b.x2 = NULL;
+        b.nk = (int)(K - split);
+        for (int q = 0; q < b.nk; q++) b.x[q] = t.x[split + q], b.b[q] = t.b[split + q], b.s[q] = t.s[split + q];
+        const fr_row brow = {dt, NULL, NULL, b.nk, b.x, b.b, b.s};
+        for (int64_t p0 = 0; p0 < H;) {
+            const int64_t pn = tu_int(1, H - p0);
+            mf_fwd_row a = t;
+            a.nk = (int)split;
+            a.out = b.out = o;
+            const int have = fk->row[d](&a, (size_t)p0, (size_t)pn, acc, 0, 0);
+            fk->row[d](&b, (size_t)p0, (size_t)pn, acc, MF_FWD_FINAL | (have ? MF_FWD_LOAD : 0), 0);
+            if (have != first_has) {
+                fprintf(stderr, "%s: the first call returned have = %d, want %d\n", fk->isa, have, first_has);
+                fails++;
+            }
+            if (first_has) fr_row_forward(&row, p0, pn, w, 0); /* LOAD: fp64 */
+            else fr_row_forward(&brow, p0, pn, w, 1);         /* a single FINAL call's order */
+            p0 += pn;
+        }
+        if (memcmp(o, w, H * es) != 0) {
+            fprintf(stderr, "%s: split token differs from the oracle (dt %d, H %lld, K %lld, split %lld, first %d)\n",
+                    fk->isa, dt, (long long)H, (long long)K, (long long)split, first_has);
+            fails++;
+        }
+        free(rows), free(o), free(w), free(acc);
+    }
+    return fails;
+}
+
 int main(void) {
     tu_seed("test_forward_kernels");
     const mf_fwd_kernels *tables[3] = {&mf_fwd_kernels_scalar, NULL, NULL};
@@ -152,8 +257,10 @@ int main(void) {
         }
         fails += check_rounding(tables[i]);
         fails += check_groups(tables[i]);
+        fails += check_fp32(tables[i]);
         ran++;
-        printf("test_forward_kernels: %s checked (12000 roundings, 600 grouped tokens)\n", tables[i]->isa);
+        printf("test_forward_kernels: %s checked (12000 roundings, 600 grouped tokens, 600 fp32-order tokens)\n",
+               tables[i]->isa);
     }
     printf("test_forward_kernels: %d tables, %d failures\n", ran, fails);
     return fails ? 1 : 0;

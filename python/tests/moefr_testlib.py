@@ -41,6 +41,14 @@ def ulp(ref, dtype_name):
     return np.exp2(e - mant)
 
 
+def fwd_rel(K):
+    """The forward's accumulation error relative to the summed magnitudes (tests/fwd_ref.h's
+    fr_bound, the canonical order of issue 13): fp32 for K <= 32 (at most 2K + 1 <= 65 roundings
+    of 2^-24), fp64 for K > 32 ((K + 3) 2^-52, rounded up to 1e-12 to cover a float64 reference's
+    own rounding too). Add half an ulp of the output dtype for the final rounding."""
+    return 65 * 2.0 ** -24 * (1 + 2.0 ** -20) if K <= 32 else max((K + 3) * 2.0 ** -52, 1e-12)
+
+
 def dtype_name(x):
     return str(x.dtype).replace("torch.", "")
 

@@ -1,6 +1,7 @@
 /* test_determinism.c - the operator's bits against the SPEC section 4 numerics
  * recomputed here (the canonical order of ref_dot.h), under whatever MOEFR_ISA and
- * MOEFR_NUM_THREADS CTest sets, also from several user threads at once. */
+ * MOEFR_NUM_THREADS CTest sets, also from several user threads at once; and the
+ * forward's (aclnnMoeFinalizeRoutingV2) against fwd_ref's canonical order of issue 13. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -11,7 +12,9 @@
 #include <unistd.h>
 
 #include "acl/acl.h"
+#include "aclnnop/aclnn_moe_finalize_routing_v2.h"
 #include "aclnnop/aclnn_moe_finalize_routing_v2_grad.h"
+#include "fwd_ref.h"
 #include "moefr/moefr.h"
 #include "ref_dot.h"
 #include "ref_fp.h"
@@ -221,6 +224,103 @@ static void *hammer(void *arg) { /* one user thread re-running every case */
     return NULL;
 }
 
+/* ---- the forward: tokens split over the pool's workers, fp32 groups and their fp64 fallback ---- */
+typedef struct fcfg {
+    const char *name;
+    int dt, sdt, mode; /* fwd_ref dtype codes (= aclDataType) */
+    int64_t R, K, H;
+} fcfg;
+static const fcfg FCASES[] = {
+    {"fwd f32 K8 tails", FR_F32, FR_F32, 2, 900, 8, 203},
+    {"fwd bf16 f32-scales mode0", FR_BF16, FR_F32, 0, 700, 4, 129},
+    {"fwd f16 K40 (fp64)", FR_F16, FR_F16, 2, 150, 40, 97},
+    {"fwd f32 mode3 drops", FR_F32, FR_F32, 3, 800, 5, 70},
+};
+static void fput(int dt, void *p, int64_t i, double v) {
+    const uint32_t b = fr_round(dt, v);
+    if (dt == FR_F32) memcpy((char *)p + 4 * i, &b, 4);
+    else {
+        const uint16_t h = (uint16_t)b;
+        memcpy((char *)p + 2 * i, &h, 2);
+    }
+}
+/* values that make some groups fail the fp32 test: zeros, tiny, largest finite, cancellations */
+static double fwd_val(int dt) {
+    const uint32_t c = rnd() % 100;
+    const double mx = dt == FR_F32 ? 0x1.fffffep127 : dt == FR_BF16 ? 0x1.fep127 : 65504.0;
+    if (c == 0) return 0.0;
+    if (c == 1) return dt == FR_F16 ? 0x1p-24 : 0x1p-110;
+    if (c == 2) return (rnd() & 1) ? mx : -mx;
+    return rnd_val();
+}
+static int run_forward(const fcfg *c, uint64_t *hash) {
+    const int dt = c->dt, drop = c->mode == 1 || c->mode == 3;
+    const int64_t R = c->R, K = c->K, H = c->H, N = R * K, D = drop ? N + 3 : N;
+    const size_t es = fr_size(dt), ob = (size_t)(R * H) * es;
+    void *x = malloc((size_t)(D * H) * es), *x1 = malloc((size_t)(R * H) * es), *sc = malloc((size_t)N * 4),
+         *out = malloc(ob + 16), *want = malloc(ob + 1);
+    int32_t *idx = malloc((size_t)N * 4);
+    for (int64_t i = 0; i < D * H; i++) fput(dt, x, i, fwd_val(dt));
+    for (int64_t i = 0; i < R * H; i++) fput(dt, x1, i, fwd_val(dt));
+    for (int64_t i = 0; i < N; i++) fput(c->sdt, sc, i, rnd_val());
+    for (int64_t i = 0; i < N; i++) idx[i] = (int32_t)i;
+    for (int64_t i = N - 1; i > 0; i--) { /* a permutation */
+        const int64_t j = rnd() % (uint64_t)(i + 1);
+        const int32_t t = idx[i];
+        idx[i] = idx[j], idx[j] = t;
+    }
+    if (drop)
+        for (int64_t i = 0; i < N; i++)
+            if (rnd() % 5 == 0) idx[i] = -1;
+    /* x1 cancels the first slot's term now and then (exact zeros, tiny rests) */
+    for (int64_t r = 0; r < R; r++) {
+        const int64_t d0 = c->mode >= 2 ? idx[r * K] : idx[r];
+        const double s0 = fr_decode(c->sdt, sc, r * K);
+        for (int64_t j = 0; d0 >= 0 && j < H; j++)
+            if (rnd() % 8 == 0) fput(dt, x1, r * H + j, -s0 * fr_decode(dt, x, d0 * H + j));
+    }
+    const fr_problem p = {dt, c->sdt, c->mode, R, K, H, D, 0, x, x1, NULL, NULL, sc, idx, NULL};
+    fr_forward(&p, want);
+    memset(out, 0xA7, ob + 16);
+    int64_t dx2[2] = {D, H}, dx3[3] = {D, 1, H}, dn[1] = {N}, drk[2] = {R, K}, drh[2] = {R, H};
+    aclTensor *tx = drop ? aclCreateTensor(dx3, 3, (aclDataType)dt, NULL, 0, ACL_FORMAT_ND, dx3, 3, x)
+                         : aclCreateTensor(dx2, 2, (aclDataType)dt, NULL, 0, ACL_FORMAT_ND, dx2, 2, x);
+    aclTensor *ti = aclCreateTensor(dn, 1, ACL_INT32, NULL, 0, ACL_FORMAT_ND, dn, 1, idx);
+    aclTensor *t1 = aclCreateTensor(drh, 2, (aclDataType)dt, NULL, 0, ACL_FORMAT_ND, drh, 2, x1);
+    aclTensor *ts = aclCreateTensor(drk, 2, (aclDataType)c->sdt, NULL, 0, ACL_FORMAT_ND, drk, 2, sc);
+    aclTensor *to = aclCreateTensor(drh, 2, (aclDataType)dt, NULL, 0, ACL_FORMAT_ND, drh, 2, out);
+    uint64_t wsz = 0;
+    aclOpExecutor *ex = NULL;
+    int bad = 0;
+    aclnnStatus st = aclnnMoeFinalizeRoutingV2GetWorkspaceSize(tx, ti, t1, NULL, NULL, ts, NULL, c->mode, to, &wsz, &ex);
+    if (st == ACLNN_SUCCESS) {
+        void *ws = wsz ? malloc(wsz) : NULL;
+        st = aclnnMoeFinalizeRoutingV2(ws, wsz, ex, NULL);
+        free(ws);
+    }
+    if (st != ACLNN_SUCCESS) {
+        fprintf(stderr, "%s: status %d: %s\n", c->name, st, aclGetRecentErrMsg());
+        bad = 1;
+    } else {
+        for (int g = 0; g < 16; g++)
+            if (((unsigned char *)out)[ob + g] != 0xA7) bad = 1;
+        for (int64_t i = 0; i < R * H; i++)
+            if (memcmp((char *)out + (size_t)i * es, (char *)want + (size_t)i * es, es) != 0) {
+                uint32_t a = 0, b = 0;
+                memcpy(&a, (char *)out + (size_t)i * es, es), memcpy(&b, (char *)want + (size_t)i * es, es);
+                fprintf(stderr, "%s: out[%lld][%lld] = 0x%x, fwd_ref 0x%x\n", c->name, (long long)(i / H),
+                        (long long)(i % H), a, b);
+                bad = 1;
+                break;
+            }
+        *hash = fnv(14695981039346656037ull, out, ob);
+    }
+    aclTensor *all[] = {tx, ti, t1, ts, to};
+    for (int i = 0; i < 5; i++) aclDestroyTensor(all[i]);
+    free(x), free(x1), free(sc), free(out), free(want), free(idx);
+    return bad;
+}
+
 int main(void) {
     const char *seed_env = getenv("MOEFR_TEST_SEED");
     uint64_t seed = seed_env ? strtoull(seed_env, NULL, 0) : (uint64_t)time(NULL) * 2654435761u;
@@ -237,6 +337,14 @@ int main(void) {
         int bad = run(&bufs[i], &h);
         fails += bad;
         printf("test_determinism: %-30s %s  hash %016llx\n", CASES[i].name, bad ? "FAIL" : "ok",
+               (unsigned long long)h);
+    }
+    for (int i = 0; i < (int)(sizeof FCASES / sizeof FCASES[0]); i++) {
+        t_rng = seed + 0x7F4A7C159E3779B9ull * (uint64_t)(i + 1);
+        uint64_t h = 0;
+        int bad = run_forward(&FCASES[i], &h);
+        fails += bad;
+        printf("test_determinism: %-30s %s  hash %016llx\n", FCASES[i].name, bad ? "FAIL" : "ok",
                (unsigned long long)h);
     }
     /* A fork()ed child (the pool's workers do not exist there) still runs.

@@ -8,7 +8,13 @@
  * its sums in registers across all the token's slots; blocks of 32 follow,
  * then the last n % 32 elements through forward_ref.h one at a time. The
  * lanes are elements in the layer's vd_ld16p order; acc tiles (MF_FWD_LOAD)
- * keep that order, so they are read back only by the same table, j0 and n. */
+ * keep that order, so they are read back only by the same table, j0 and n.
+ *
+ * A token whose slots fit one call (flags == MF_FWD_FINAL) with fp32 scales
+ * takes the fp32 order of forward_ref.h instead: blocks of 8 * MF_V_FWD_NV
+ * then 32 elements sum in fp32 (vf_ldp lanes), each 32-element group is stored if
+ * every sum passes vf_in_range and is otherwise redone by f_block in fp64;
+ * the last n % 32 elements are one group through mf_fwd_group32_ref. */
 #ifndef MOEFR_KERNELS_FBODY_H_
 #define MOEFR_KERNELS_FBODY_H_
 
@@ -67,12 +73,64 @@ MF_INLINE void f_block(mf_dt dt, const mf_fwd_row *t, size_t j, size_t i, double
         MF_F_UNROLL for (int v = 0; v < nv; v++) vd_stu(acc + i + 8 * v, a[v]);
 }
 
+/* nv mf_vf (2 per 32-element group) of the fp32 order at element j. */
+MF_INLINE void f32_block(mf_dt dt, const mf_fwd_row *t, const float *s32, size_t j, int nt, const int nv) {
+    const size_t es = dt == MF_F32 ? 4 : 2;
+    for (int q = 0; q < t->nnext; q++)
+        for (size_t o = 0; o < 16 * (size_t)nv * es; o += 64) v_prefetch((const char *)t->next[q] + j * es + o);
+    mf_vf a[4];
+    int have = 0;
+    MF_F_UNROLL for (int v = 0; v < nv; v++) a[v] = vf_zero();
+    if (t->x1) {
+        MF_F_UNROLL for (int v = 0; v < nv; v++) {
+            a[v] = vf_ldp(dt, t->x1, j + 16 * v);
+            if (t->x2) a[v] = vf_add(a[v], vf_ldp(dt, t->x2, j + 16 * v));
+        }
+        have = 1;
+    }
+    for (int q = 0; q < t->nk; q++) {
+        const void *x = t->x[q], *b = t->b[q];
+        const void *first = x ? x : b;
+        if (!first) continue;
+        const mf_vf s = vf_set1(s32[q]);
+        if (x && b) {
+            if (have)
+                MF_F_UNROLL for (int v = 0; v < nv; v++)
+                    a[v] = vf_fma(a[v], s, vf_add(vf_ldp(dt, x, j + 16 * v), vf_ldp(dt, b, j + 16 * v)));
+            else
+                MF_F_UNROLL for (int v = 0; v < nv; v++)
+                    a[v] = vf_mul(s, vf_add(vf_ldp(dt, x, j + 16 * v), vf_ldp(dt, b, j + 16 * v)));
+        } else if (have) {
+            MF_F_UNROLL for (int v = 0; v < nv; v++) a[v] = vf_fma(a[v], s, vf_ldp(dt, first, j + 16 * v));
+        } else {
+            MF_F_UNROLL for (int v = 0; v < nv; v++) a[v] = vf_mul(s, vf_ldp(dt, first, j + 16 * v));
+        }
+        have = 1;
+    }
+    const uint32_t hi = mf_fwd_hi_bits(dt);
+    MF_F_UNROLL for (int g = 0; g < nv / 2; g++) {
+        if (vf_in_range(a[2 * g], hi) & vf_in_range(a[2 * g + 1], hi))
+            vf_stp(dt, t->out, j + 32 * g, a + 2 * g, nt);
+        else
+            f_block(dt, t, j + 32 * g, 0, NULL, 0, 1, nt, 4);
+    }
+}
+
 MF_INLINE int f_row(mf_dt dt, const mf_fwd_row *t, size_t j0, size_t n, double *acc, int flags, int nt) {
     const int load = flags & MF_FWD_LOAD, fin = flags & MF_FWD_FINAL;
     const int have0 = load || mf_fwd_has_term(t);
     const size_t es = dt == MF_F32 ? 4 : 2;
     if (!MF_V_NT || !fin || ((uintptr_t)((char *)t->out + j0 * es) & 63)) nt = 0; /* whole aligned lines */
     size_t i = 0;
+    float s32[MF_FWD_KMAX];
+    if (flags == MF_FWD_FINAL && have0 && mf_fwd_s32(t, s32)) {
+#if MF_V_FWD_NV == 8 /* the fp64 blocks' width: 64 elements only where registers are wide */
+        for (; i + 64 <= n; i += 64) f32_block(dt, t, s32, j0 + i, nt, 4);
+#endif
+        for (; i + 32 <= n; i += 32) f32_block(dt, t, s32, j0 + i, nt, 2);
+        if (i < n) mf_fwd_group32_ref(dt, t, s32, j0, i, n);
+        return 1;
+    }
 #if MF_V_FWD_NV == 8
     for (; i + 64 <= n; i += 64) f_block(dt, t, j0 + i, i, acc, load, fin, nt, 8);
 #endif

@@ -1,5 +1,6 @@
 /* forward.h - the forward operator's kernel table (aclnnMoeFinalizeRoutingV2):
- * one token row at a time, fp64 accumulation, one rounding per output element. */
+ * one token row at a time, one rounding per output element after an fp32 sum
+ * (fp64 where forward_ref.h's pass test or the slot count asks for it). */
 #ifndef MOEFR_KERNELS_FORWARD_H_
 #define MOEFR_KERNELS_FORWARD_H_
 
@@ -38,7 +39,10 @@ enum {
     MF_FWD_FINAL = 2,
 };
 
-/* Elements [j0, j0+n) of the token, per element in fp64:
+/* Elements [j0, j0+n) of the token. A call with flags == MF_FWD_FINAL whose
+ * s[] are fp32 values follows forward_ref.h's fp32 order (groups of 32 from
+ * j0, each in fp32 or, failing its pass test, in fp64 as below); every other
+ * call, per element in fp64:
  *   acc = x1 (+ x2)  -- or, without x1, the first present slot term
  *   for each slot q in order: acc = acc + s[q] * (x[q] + b[q])
  *   FINAL: out = round_to_nearest_even(acc), +0.0 when nothing was present

@@ -3,8 +3,11 @@
 #ifndef MOEFR_KERNELS_FORWARD_REF_H_
 #define MOEFR_KERNELS_FORWARD_REF_H_
 
+#include <math.h>
+
 #include "kernels/forward.h"
 #include "kernels/fp.h"
+#include "kernels/tail.h"
 
 static inline double mf_fwd_ld(mf_dt dt, const void *p, size_t j) {
     if (dt == MF_F32) return ((const float *)p)[j];
@@ -64,6 +67,75 @@ static inline int mf_fwd_row_ref(mf_dt dt, const mf_fwd_row *t, size_t j0, size_
         else if (have) acc[i] = a;
     }
     return have0;
+}
+
+/* The fp32 order (DESIGN.md, "The forward's fp32 groups"). A token whose
+ * slots fit one call (flags == MF_FWD_FINAL) and whose scales are fp32 values
+ * sums each element in fp32: x1 + x2, then per present slot fma(s, x + b, a)
+ * (the first term alone: s * (x + b)). Groups of 32 elements from the call's
+ * first one keep those sums when every element passes mf_fwd_in_range;
+ * otherwise the whole group takes the fp64 order above. A pass bounds the
+ * error by 65 * 2^-24 of the sum of |terms| (SPEC section 8 allows 1e-5). */
+#define MF_FWD_GROUP 32
+#define MF_FWD_LO_BITS 0x0D800000u /* 2^-100 as fp32 bits */
+
+/* Bits above every value that may keep its fp32 sum: fp32 inf; for 16-bit
+ * outputs the largest finite value, so a sum whose rounding could overflow
+ * (or round differently near the top) takes the fp64 order. */
+static inline uint32_t mf_fwd_hi_bits(mf_dt dt) {
+    if (dt == MF_F32) return 0x7F800000u;
+    if (dt == MF_F16) return 0x477FE000u; /* 65504 */
+    return 0x7F7F0000u;                   /* bf16's largest finite */
+}
+static inline int mf_fwd_in_range(float a, uint32_t hi) {
+    const uint32_t u = mf_f32_bits(a) & 0x7FFFFFFFu;
+    return u >= MF_FWD_LO_BITS && u < hi;
+}
+/* The token's scales as fp32, or 0 when one is not an fp32 value (then the
+ * fp64 order applies; the operators' scales always are). */
+static inline int mf_fwd_s32(const mf_fwd_row *t, float *s32) {
+    for (int q = 0; q < t->nk; q++) {
+        s32[q] = (float)t->s[q];
+        if ((double)s32[q] != t->s[q]) return 0;
+    }
+    return 1;
+}
+/* One element's fp32 sum; the caller knows the row has a term. */
+static inline float mf_fwd_sum32(mf_dt dt, const mf_fwd_row *t, const float *s32, size_t j) {
+    float a = 0.0f;
+    int have = 0;
+    if (t->x1) {
+        a = mf_ld_dt(dt, t->x1, j);
+        if (t->x2) a = a + mf_ld_dt(dt, t->x2, j);
+        have = 1;
+    }
+    for (int q = 0; q < t->nk; q++) {
+        const void *x = t->x[q], *b = t->b[q];
+        float v;
+        if (x && b) v = mf_ld_dt(dt, x, j) + mf_ld_dt(dt, b, j);
+        else if (x) v = mf_ld_dt(dt, x, j);
+        else if (b) v = mf_ld_dt(dt, b, j);
+        else continue;
+        a = have ? mf_fmaf(s32[q], v, a) : s32[q] * v;
+        have = 1;
+    }
+    return a;
+}
+/* Elements [j0 + from, j0 + n) as one group (n - from <= MF_FWD_GROUP). */
+static inline void mf_fwd_group32_ref(mf_dt dt, const mf_fwd_row *t, const float *s32, size_t j0, size_t from,
+                                      size_t n) {
+    float a[MF_FWD_GROUP];
+    const uint32_t hi = mf_fwd_hi_bits(dt);
+    int ok = 1;
+    for (size_t i = from; i < n; i++) {
+        a[i - from] = mf_fwd_sum32(dt, t, s32, j0 + i);
+        ok &= mf_fwd_in_range(a[i - from], hi);
+    }
+    if (!ok) {
+        mf_fwd_row_ref(dt, t, j0, from, n, NULL, MF_FWD_FINAL);
+        return;
+    }
+    for (size_t i = from; i < n; i++) mf_st_dt(dt, t->out, j0 + i, a[i - from]);
 }
 
 #endif /* MOEFR_KERNELS_FORWARD_REF_H_ */

@@ -100,4 +100,22 @@ static inline uint16_t mf_f64_to_f16(double v) {
     return (uint16_t)(sign | mf_f32_to_f16((float)r)); /* exact: r is an fp16 value */
 }
 
+/* fmaf(s, v, a), one rounding. Without an FMA instruction: the product is
+ * exact in double, the sum rounds once to double, TwoSum recovers what that
+ * rounding lost, and a nonzero loss makes the last bit odd (round to odd);
+ * rounding that to float then equals one rounding of the exact value
+ * (53 >= 24 + 2 bits). Overflow to inf in double cannot happen for finite
+ * floats; inf/NaN operands give NaN loss and are left as the sum says. */
+static inline float mf_fmaf(float s, float v, float a) {
+#if defined(__FMA__) || defined(__aarch64__)
+    return fmaf(s, v, a);
+#else
+    const double p = (double)s * (double)v, d = (double)a;
+    double r = p + d;
+    const double z = r - p, e = (p - (r - z)) + (d - z);
+    const uint64_t u = mf_f64_bits(r), step = (uint64_t)(e == e && e != 0.0) & ~u; /* 1: even and inexact */
+    return (float)mf_bits_f64((e > 0) == (r > 0) ? u + step : u - step);
+#endif
+}
+
 #endif /* MOEFR_KERNELS_FP_H_ */

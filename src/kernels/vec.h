@@ -31,6 +31,15 @@
  *   vf_madd_exact(a, x, g) a + x * g where the product is exact in fp32 (fp16
  *                          data): a layer may fuse it
  *   vf_finite(a)           1 if all 16 lanes are finite
+ *   vf_fma(a, s, v)        a + s * v, one rounding (IEEE fusedMultiplyAdd)
+ *   vf_ldp(dt, p, j)       16 elements widened exactly to fp32 in a layer-chosen
+ *                          lane order (the forward's fp32 blocks only)
+ *   vf_stp(dt, p, j, v, nt)
+ *                          32 finite fp32 values in vf_ldp's order (v[0] from
+ *                          p[j..j+15], v[1] from p[j+16..]) rounded to nearest
+ *                          even to dt and stored; nt as vf_st32
+ *   vf_in_range(a, hi)     1 if every lane is finite with 2^-100 <= |a| and
+ *                          |a| bits < hi (the forward's pass test, DESIGN.md)
  *   mf_vm, vm_init, vm_nzmin(m, a), vm_hmin(m)
  *                          running minimum of (|a| bits - 1) as unsigned, so
  *                          zeros drop out (gradScales' range test); any lane

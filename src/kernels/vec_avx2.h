@@ -70,6 +70,29 @@ MF_INLINE int vf_finite(mf_vf a) {
                                 _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(a.v[1]), e), e));
     return _mm256_testz_si256(m, m);
 }
+MF_INLINE mf_vf vf_fma(mf_vf a, mf_vf s, mf_vf v) {
+    mf_vf r = {{_mm256_fmadd_ps(s.v[0], v.v[0], a.v[0]), _mm256_fmadd_ps(s.v[1], v.v[1], a.v[1])}};
+    return r;
+}
+/* Forward fp32 layout: element order, except bf16, whose pairs split by a
+ * shift and a mask as in vd_ld16p: v[0] the even elements, v[1] the odd. */
+MF_INLINE mf_vf vf_ldp(mf_dt dt, const void *p, size_t j) {
+    if (dt != MF_BF16) return vf_ld(dt, p, j);
+    __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)p + j));
+    mf_vf r = {{_mm256_castsi256_ps(_mm256_slli_epi32(h, 16)),
+                _mm256_castsi256_ps(_mm256_and_si256(h, _mm256_set1_epi32((int)0xFFFF0000u)))}};
+    return r;
+}
+MF_INLINE int vf_in_range(mf_vf a, uint32_t hi) {
+    const __m256i mag = _mm256_set1_epi32(0x7FFFFFFF), lo = _mm256_set1_epi32(MF_FWD_LO_BITS);
+    const __m256i top = _mm256_set1_epi32((int)hi - 1);
+    __m256i u0 = _mm256_and_si256(_mm256_castps_si256(a.v[0]), mag);
+    __m256i u1 = _mm256_and_si256(_mm256_castps_si256(a.v[1]), mag);
+    /* |a| bits are non-negative as int32, so signed compares order them */
+    __m256i bad = _mm256_or_si256(_mm256_or_si256(_mm256_cmpgt_epi32(lo, u0), _mm256_cmpgt_epi32(u0, top)),
+                                  _mm256_or_si256(_mm256_cmpgt_epi32(lo, u1), _mm256_cmpgt_epi32(u1, top)));
+    return _mm256_testz_si256(bad, bad);
+}
 MF_INLINE mf_vm vm_init(void) { return _mm256_set1_epi32(-1); }
 MF_INLINE mf_vm vm_nzmin(mf_vm m, mf_vf a) {
     const __m256i mag = _mm256_set1_epi32(0x7FFFFFFF), one = _mm256_set1_epi32(1);
@@ -138,6 +161,22 @@ MF_INLINE void vf_st32(mf_dt dt, void *p, size_t j, mf_vf lo, mf_vf hi, int nt, 
     uint16_t *q = (uint16_t *)p + j;
     a2_st32b(q, a2_narrow16(dt, lo), nt);
     a2_st32b(q + 16, a2_narrow16(dt, hi), nt);
+}
+/* Finite values: no NaN case. bf16 in the vf_ldp layout needs no pack or
+ * permute: the even lanes' rounded bits shift down, the odd lanes' stay up. */
+MF_INLINE void vf_stp(mf_dt dt, void *p, size_t j, const mf_vf v[2], int nt) {
+    if (dt != MF_BF16) {
+        vf_st32(dt, p, j, v[0], v[1], nt, 1);
+        return;
+    }
+    const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7FFF), top = _mm256_set1_epi32((int)0xFFFF0000u);
+    uint16_t *q = (uint16_t *)p + j;
+    for (int h = 0; h < 2; h++) {
+        __m256i e = _mm256_castps_si256(v[h].v[0]), o = _mm256_castps_si256(v[h].v[1]);
+        e = _mm256_add_epi32(_mm256_add_epi32(e, bias), _mm256_and_si256(_mm256_srli_epi32(e, 16), one));
+        o = _mm256_add_epi32(_mm256_add_epi32(o, bias), _mm256_and_si256(_mm256_srli_epi32(o, 16), one));
+        a2_st32b(q + 16 * h, _mm256_or_si256(_mm256_srli_epi32(e, 16), _mm256_and_si256(o, top)), nt);
+    }
 }
 
 MF_INLINE mf_vd vd_ld(mf_dt dt, const void *p, size_t j) {

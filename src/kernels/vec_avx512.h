@@ -43,6 +43,13 @@ MF_INLINE int vf_finite(mf_vf a) {
     const __m512i e = _mm512_set1_epi32(0x7F800000);
     return _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(a), e), e) == 0;
 }
+MF_INLINE mf_vf vf_fma(mf_vf a, mf_vf s, mf_vf v) { return _mm512_fmadd_ps(s, v, a); }
+MF_INLINE mf_vf vf_ldp(mf_dt dt, const void *p, size_t j) { return vf_ld(dt, p, j); }
+MF_INLINE int vf_in_range(mf_vf a, uint32_t hi) {
+    __m512i u = _mm512_and_si512(_mm512_castps_si512(a), _mm512_set1_epi32(0x7FFFFFFF));
+    return (_mm512_cmplt_epu32_mask(u, _mm512_set1_epi32(MF_FWD_LO_BITS)) |
+            _mm512_cmpge_epu32_mask(u, _mm512_set1_epi32((int)hi))) == 0;
+}
 MF_INLINE mf_vm vm_init(void) { return _mm512_set1_epi32(-1); }
 MF_INLINE mf_vm vm_nzmin(mf_vm m, mf_vf a) {
     __m512i u = _mm512_sub_epi32(_mm512_and_si512(_mm512_castps_si512(a), _mm512_set1_epi32(0x7FFFFFFF)),
@@ -108,6 +115,10 @@ MF_INLINE void vf_st32(mf_dt dt, void *p, size_t j, mf_vf lo, mf_vf hi, int nt, 
 #endif
         h = _mm512_inserti64x4(_mm512_castsi256_si512(a5_cvt16(dt, lo, normal)), a5_cvt16(dt, hi, normal), 1);
     a5_st64((uint16_t *)p + j, h, nt);
+}
+/* Passing values are >= 2^-100: never an fp32 subnormal, so `normal` holds. */
+MF_INLINE void vf_stp(mf_dt dt, void *p, size_t j, const mf_vf v[2], int nt) {
+    vf_st32(dt, p, j, v[0], v[1], nt, 1);
 }
 #if MF_V_NORMAL_HINT
 MF_INLINE int vf_abs_below(mf_vf lo, mf_vf hi, float bound) {

@@ -70,6 +70,20 @@ MF_INLINE int vf_finite(mf_vf a) {
     for (int q = 0; q < 4; q++) m = vorrq_u32(m, vceqq_u32(vandq_u32(vreinterpretq_u32_f32(a.v[q]), e), e));
     return vmaxvq_u32(m) == 0;
 }
+MF_INLINE mf_vf vf_fma(mf_vf a, mf_vf s, mf_vf v) {
+    for (int q = 0; q < 4; q++) a.v[q] = vfmaq_f32(a.v[q], s.v[q], v.v[q]);
+    return a;
+}
+MF_INLINE mf_vf vf_ldp(mf_dt dt, const void *p, size_t j) { return vf_ld(dt, p, j); }
+MF_INLINE int vf_in_range(mf_vf a, uint32_t hi) {
+    const uint32x4_t mag = vdupq_n_u32(0x7FFFFFFFu), lo = vdupq_n_u32(MF_FWD_LO_BITS), h = vdupq_n_u32(hi);
+    uint32x4_t bad = vdupq_n_u32(0);
+    for (int q = 0; q < 4; q++) {
+        uint32x4_t u = vandq_u32(vreinterpretq_u32_f32(a.v[q]), mag);
+        bad = vorrq_u32(bad, vorrq_u32(vcltq_u32(u, lo), vcgeq_u32(u, h)));
+    }
+    return vmaxvq_u32(bad) == 0;
+}
 MF_INLINE mf_vm vm_init(void) { return vdupq_n_u32(0xFFFFFFFFu); }
 MF_INLINE mf_vm vm_nzmin(mf_vm m, mf_vf a) {
     for (int q = 0; q < 4; q++)
@@ -113,6 +127,9 @@ MF_INLINE void vf_st32(mf_dt dt, void *p, size_t j, mf_vf lo, mf_vf hi, int nt, 
         vst1q_u16(o + 8 * q, vcombine_u16(nn_narrow4(dt, lo.v[2 * q]), nn_narrow4(dt, lo.v[2 * q + 1])));
         vst1q_u16(o + 16 + 8 * q, vcombine_u16(nn_narrow4(dt, hi.v[2 * q]), nn_narrow4(dt, hi.v[2 * q + 1])));
     }
+}
+MF_INLINE void vf_stp(mf_dt dt, void *p, size_t j, const mf_vf v[2], int nt) {
+    vf_st32(dt, p, j, v[0], v[1], nt, 1);
 }
 
 MF_INLINE mf_vd vd_ld(mf_dt dt, const void *p, size_t j) {

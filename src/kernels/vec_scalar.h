@@ -5,6 +5,7 @@
 #ifndef MOEFR_KERNELS_VEC_SCALAR_H_
 #define MOEFR_KERNELS_VEC_SCALAR_H_
 
+#include <math.h>
 #include <string.h>
 
 #include "kernels/forward_ref.h"
@@ -59,6 +60,16 @@ MF_INLINE int vf_finite(mf_vf a) {
     for (int l = 0; l < 16; l++) ok &= (mf_f32_bits(a.v[l]) & 0x7F800000u) != 0x7F800000u;
     return ok;
 }
+MF_INLINE mf_vf vf_fma(mf_vf a, mf_vf s, mf_vf v) {
+    for (int l = 0; l < 16; l++) a.v[l] = mf_fmaf(s.v[l], v.v[l], a.v[l]);
+    return a;
+}
+MF_INLINE mf_vf vf_ldp(mf_dt dt, const void *p, size_t j) { return vf_ld(dt, p, j); }
+MF_INLINE int vf_in_range(mf_vf a, uint32_t hi) {
+    int ok = 1;
+    for (int l = 0; l < 16; l++) ok &= mf_fwd_in_range(a.v[l], hi);
+    return ok;
+}
 MF_INLINE mf_vm vm_init(void) {
     mf_vm r;
     for (int l = 0; l < 16; l++) r.v[l] = 0xFFFFFFFFu;
@@ -92,6 +103,9 @@ MF_INLINE void vf_st32(mf_dt dt, void *p, size_t j, mf_vf lo, mf_vf hi, int nt, 
     (void)nt, (void)normal;
     for (int l = 0; l < 16; l++) mf_st_dt(dt, p, j + (size_t)l, lo.v[l]);
     for (int l = 0; l < 16; l++) mf_st_dt(dt, p, j + 16 + (size_t)l, hi.v[l]);
+}
+MF_INLINE void vf_stp(mf_dt dt, void *p, size_t j, const mf_vf v[2], int nt) {
+    vf_st32(dt, p, j, v[0], v[1], nt, 1);
 }
 
 MF_INLINE mf_vd vd_ld(mf_dt dt, const void *p, size_t j) {

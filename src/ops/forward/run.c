@@ -1,7 +1,8 @@
 /* run.c - phase 2 of the forward (both front ends): bind the plan to the
  * executor's tensors, check the index and expert values CANN would read out
  * of bounds with, then (only if all are valid) pack strided inputs and
- * compute token by token in one pass: each out row is summed in fp64 and
+ * compute token by token in one pass: each out row is summed in the kernels'
+ * order (fp32 groups with an fp64 fallback, kernels/forward_ref.h) and
  * rounded once. */
 #include <stdatomic.h>
 #include <unistd.h>
@@ -68,7 +69,7 @@ static void fwd_tokens(void *vctx, int64_t r0, int64_t r1) {
         t.x2 = p->has_x2 ? mf_row(&c->x2, r) : NULL;
         t.out = c->out + r * row_bytes;
         fill_next(c, r + 1, r1, &t);
-        if (K <= MF_FWD_KMAX) { /* the common case: sums stay in registers */
+        if (K <= MF_FWD_KMAX) { /* the common case: fp32 sums in registers */
             fill_slots(c, r, 0, K, &t);
             fn(&t, 0, (size_t)H, NULL, MF_FWD_FINAL, c->nt);
             continue;

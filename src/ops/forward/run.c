@@ -13,6 +13,12 @@
 /* Tokens with more than MF_FWD_KMAX slots keep an fp64 tile of this many
  * elements (4 KiB) in L1 between slot groups. */
 #define MF_FWD_TILE 512
+/* Rows at most this long get the next token's rows prefetched. Longer rows
+ * span pages the hardware prefetcher streams well on its own: at H = 4096
+ * (16 KiB fp32 rows) the software prefetch made the forward 1.3x slower on
+ * the AVX2 EPYC VM, at H = 128 leaving it out made it 1.6-2x slower
+ * (docs/BENCHMARKS.md, "The forward's fp32 groups"). */
+#define MF_FWD_PREFETCH_ROW_BYTES 4096
 /* Below this many bytes moved, waking workers costs more than it saves. */
 #define MF_SERIAL_BYTES (256 * 1024)
 
@@ -165,7 +171,7 @@ aclnnStatus mf_fwd_run(const void *vplan, const aclTensor *const *slots, void *w
     c.fk = mf_fwd_kernels_select();
     c.nt = p->R * row_bytes >= mf_nt_threshold();
     /* Gathered rows that will not be in cache anyway: fetch a token ahead. */
-    c.prefetch = p->N * row_bytes >= mf_nt_threshold() / 4;
+    c.prefetch = row_bytes <= MF_FWD_PREFETCH_ROW_BYTES && p->N * row_bytes >= mf_nt_threshold() / 4;
     if (p->pack_x) c.x = mf_rows_pack(&c.x, p->H, p->es, ws + p->ws_x);
     if (p->pack_x1) c.x1 = mf_rows_pack(&c.x1, p->H, p->es, ws + p->ws_x1);
     if (p->pack_x2) c.x2 = mf_rows_pack(&c.x2, p->H, p->es, ws + p->ws_x2);

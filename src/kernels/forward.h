@@ -37,6 +37,10 @@ enum {
     MF_FWD_LOAD = 1,
     /* Round acc once to the dtype and store to out; otherwise store acc. */
     MF_FWD_FINAL = 2,
+    /* The fp64 order even for a call without LOAD: the caller splits one
+     * token's slots over several calls (K > MF_FWD_KMAX), and a call whose
+     * earlier groups had no term must not switch to the fp32 order. */
+    MF_FWD_FP64 = 4,
 };
 
 /* Elements [j0, j0+n) of the token. A call with flags == MF_FWD_FINAL whose

@@ -89,7 +89,7 @@ static void fwd_tokens(void *vctx, int64_t r0, int64_t r1) {
                 const int64_t k1 = K - k0 < MF_FWD_KMAX ? K : k0 + MF_FWD_KMAX;
                 fill_slots(c, r, k0, k1, &t);
                 if (k0 > 0) t.x1 = t.x2 = NULL; /* added by the first group */
-                const int flags = (have ? MF_FWD_LOAD : 0) | (k1 == K ? MF_FWD_FINAL : 0);
+                const int flags = MF_FWD_FP64 | (have ? MF_FWD_LOAD : 0) | (k1 == K ? MF_FWD_FINAL : 0);
                 have = fn(&t, (size_t)j0, n, acc, flags, c->nt) || have;
             }
             t.x1 = p->has_x1 ? mf_row(&c->x1, r) : NULL;

@@ -1,6 +1,6 @@
 """moefr permute / unpermute end to end: numpy-written .npy files, a numpy
 oracle written from CANN's documented semantics (stable argsort; float64
-sums rounded once), the exit codes and the no-partial-output rule.
+sums, against SPEC 8's error bound), the exit codes and the no-partial-output rule.
 usage: test_cli_permute.py MOEFR_BINARY WORKDIR"""
 import os
 import shutil
@@ -68,13 +68,26 @@ for case in range(6):
     check(r.returncode == 0, "unpermute case %d: %s" % (case, r.stderr))
     if r.returncode:
         continue
+    # SPEC 8's fp32 order (C tests check its bits): within 65 * 2^-24 of the
+    # summed magnitudes plus half an ulp of the dtype; rows nobody names are +0.0
     want = np.zeros((N, H), np.float64)
+    mag = np.zeros((N, H), np.float64)
+    named = np.zeros(N, bool)
     for i in range(T):
         d = got_si[i]
         if d < A:
-            want[i // K] += np.float64(probs.reshape(-1)[i]) * got_pt[d].astype(np.float64)
+            term = np.float64(probs.reshape(-1)[i]) * got_pt[d].astype(np.float64)
+            want[i // K] += term
+            mag[i // K] += np.abs(term)
+            named[i // K] = True
     got = np.load(os.path.join(out2, "out.npy"))
-    check(got.dtype == dt and np.array_equal(got, want.astype(dt)), "unpermute case %d: out" % case)
+    ok = got.dtype == dt and got.shape == (N, H)
+    if ok:
+        g64 = got.astype(np.float64)
+        top = np.maximum(np.abs(g64), np.abs(want)).astype(dt)
+        tol = 65 * 2.0 ** -24 * (1 + 2.0 ** -20) * mag + np.spacing(top).astype(np.float64) / 2
+        ok = bool(np.all(np.abs(g64 - want) <= tol)) and not np.any(got[~named].view(np.uint8))
+    check(ok, "unpermute case %d: out" % case)
 
 # rejected by the operator (indices dim0 != tokens dim0): exit 1, no outputs
 bad = os.path.join(work, "bad")

@@ -73,6 +73,13 @@ MF_INLINE void f_block(mf_dt dt, const mf_fwd_row *t, size_t j, size_t i, double
         MF_F_UNROLL for (int v = 0; v < nv; v++) vd_stu(acc + i + 8 * v, a[v]);
 }
 
+/* A group that failed its pass test, again in the fp64 order. Rare, so one
+ * out-of-line copy serves every dtype and block width (code size and
+ * compile time: an inlined f_block per group and dtype doubled them). */
+static __attribute__((noinline)) void f_redo(mf_dt dt, const mf_fwd_row *t, size_t j, int nt) {
+    f_block(dt, t, j, 0, NULL, 0, 1, nt, 4);
+}
+
 /* nv mf_vf (2 per 32-element group) of the fp32 order at element j. */
 MF_INLINE void f32_block(mf_dt dt, const mf_fwd_row *t, const float *s32, size_t j, int nt, const int nv) {
     const size_t es = dt == MF_F32 ? 4 : 2;
@@ -112,7 +119,7 @@ MF_INLINE void f32_block(mf_dt dt, const mf_fwd_row *t, const float *s32, size_t
         if (vf_in_range(a[2 * g], hi) & vf_in_range(a[2 * g + 1], hi))
             vf_stp(dt, t->out, j + 32 * g, a + 2 * g, nt);
         else
-            f_block(dt, t, j + 32 * g, 0, NULL, 0, 1, nt, 4);
+            f_redo(dt, t, j + 32 * g, nt);
     }
 }
 

@@ -22,7 +22,11 @@ typedef struct mf_fwd_row {
      * term (not a zero). Both NULL: the slot contributes nothing at all. */
     const void *x[MF_FWD_KMAX];
     const void *b[MF_FWD_KMAX];
-    double s[MF_FWD_KMAX]; /* 1.0 when the operator has no scales */
+    /* 1.0 when the operator has no scales. The operators pass fp32 values
+     * (scales as read); a FINAL call with any other value takes the fp64
+     * order, whose SIMD tables fuse s * x + acc and so match the scalar table
+     * only while s * x is exact (fp32 s). */
+    double s[MF_FWD_KMAX];
     void *out;
     /* Rows of the next token (its gathered expandedX rows, x1, x2): SIMD
      * kernels prefetch them at the offset they are working on, so a gather of

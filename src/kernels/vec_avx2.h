@@ -52,10 +52,11 @@ MF_INLINE mf_vf vf_add(mf_vf a, mf_vf b) {
     mf_vf r = {{_mm256_add_ps(a.v[0], b.v[0]), _mm256_add_ps(a.v[1], b.v[1])}};
     return r;
 }
-MF_INLINE mf_vf vf_madd_exact(mf_vf a, mf_vf x, mf_vf g) {
-    mf_vf r = {{_mm256_fmadd_ps(x.v[0], g.v[0], a.v[0]), _mm256_fmadd_ps(x.v[1], g.v[1], a.v[1])}};
+MF_INLINE mf_vf vf_fma(mf_vf a, mf_vf s, mf_vf v) {
+    mf_vf r = {{_mm256_fmadd_ps(s.v[0], v.v[0], a.v[0]), _mm256_fmadd_ps(s.v[1], v.v[1], a.v[1])}};
     return r;
 }
+MF_INLINE mf_vf vf_madd_exact(mf_vf a, mf_vf x, mf_vf g) { return vf_fma(a, x, g); } /* exact: fused is the same */
 MF_INLINE mf_vf vf_ldu(const float *p) {
     mf_vf r = {{_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}};
     return r;
@@ -69,10 +70,6 @@ MF_INLINE int vf_finite(mf_vf a) {
     __m256i m = _mm256_or_si256(_mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(a.v[0]), e), e),
                                 _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(a.v[1]), e), e));
     return _mm256_testz_si256(m, m);
-}
-MF_INLINE mf_vf vf_fma(mf_vf a, mf_vf s, mf_vf v) {
-    mf_vf r = {{_mm256_fmadd_ps(s.v[0], v.v[0], a.v[0]), _mm256_fmadd_ps(s.v[1], v.v[1], a.v[1])}};
-    return r;
 }
 /* Forward fp32 layout: element order, except bf16, whose pairs split by a
  * shift and a mask as in vd_ld16p: v[0] the even elements, v[1] the odd. */
@@ -116,11 +113,16 @@ MF_INLINE uint32_t vm_hmin(mf_vm m) {
     return (uint32_t)_mm_cvtsi128_si32(h);
 }
 
+/* fp32 bits u + 0x7FFF + (bit 16 of u): for a non-NaN u the high half is
+ * u rounded to nearest even to bf16 (a carry moves into the exponent). */
+MF_INLINE __m256i a2_bf16_rne_hi(__m256i u) {
+    return _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)),
+                            _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1)));
+}
 /* fp32 -> bf16 bits in the low half of each 32-bit lane: RNE, NaN quieted as fp.h. */
 MF_INLINE __m256i a2_bf16_rne(__m256 v) {
     __m256i u = _mm256_castps_si256(v);
-    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)), lsb), 16);
+    __m256i r = _mm256_srli_epi32(a2_bf16_rne_hi(u), 16);
     __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF)), _mm256_set1_epi32(0x7F800000));
     __m256i q = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
     return _mm256_blendv_epi8(r, q, nan);
@@ -134,11 +136,8 @@ MF_INLINE __m256i a2_narrow16(mf_dt dt, mf_vf v) {
     __m256i p;
     __m256 un = _mm256_or_ps(_mm256_cmp_ps(v.v[0], v.v[0], _CMP_UNORD_Q), _mm256_cmp_ps(v.v[1], v.v[1], _CMP_UNORD_Q));
     if (__builtin_expect(_mm256_testz_ps(un, un), 1)) { /* no NaN: the rounding alone (same bits) */
-        const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7FFF);
-        __m256i u0 = _mm256_castps_si256(v.v[0]), u1 = _mm256_castps_si256(v.v[1]);
-        u0 = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u0, bias), _mm256_and_si256(_mm256_srli_epi32(u0, 16), one)), 16);
-        u1 = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u1, bias), _mm256_and_si256(_mm256_srli_epi32(u1, 16), one)), 16);
-        p = _mm256_packus_epi32(u0, u1);
+        p = _mm256_packus_epi32(_mm256_srli_epi32(a2_bf16_rne_hi(_mm256_castps_si256(v.v[0])), 16),
+                                _mm256_srli_epi32(a2_bf16_rne_hi(_mm256_castps_si256(v.v[1])), 16));
     } else {
         p = _mm256_packus_epi32(a2_bf16_rne(v.v[0]), a2_bf16_rne(v.v[1]));
     }
@@ -169,12 +168,10 @@ MF_INLINE void vf_stp(mf_dt dt, void *p, size_t j, const mf_vf v[2], int nt) {
         vf_st32(dt, p, j, v[0], v[1], nt, 1);
         return;
     }
-    const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7FFF), top = _mm256_set1_epi32((int)0xFFFF0000u);
+    const __m256i top = _mm256_set1_epi32((int)0xFFFF0000u);
     uint16_t *q = (uint16_t *)p + j;
     for (int h = 0; h < 2; h++) {
-        __m256i e = _mm256_castps_si256(v[h].v[0]), o = _mm256_castps_si256(v[h].v[1]);
-        e = _mm256_add_epi32(_mm256_add_epi32(e, bias), _mm256_and_si256(_mm256_srli_epi32(e, 16), one));
-        o = _mm256_add_epi32(_mm256_add_epi32(o, bias), _mm256_and_si256(_mm256_srli_epi32(o, 16), one));
+        __m256i e = a2_bf16_rne_hi(_mm256_castps_si256(v[h].v[0])), o = a2_bf16_rne_hi(_mm256_castps_si256(v[h].v[1]));
         a2_st32b(q + 16 * h, _mm256_or_si256(_mm256_srli_epi32(e, 16), _mm256_and_si256(o, top)), nt);
     }
 }
@@ -272,7 +269,6 @@ MF_INLINE __m128 a2_narrow4_f32(__m256d a) {
 /* 16 fp64 lanes in the bf16 layout (even elements in e, odd in o) rounded
  * once to bf16, as 16 bf16 values in element order. */
 MF_INLINE __m256i a2_narrow16_bf16(mf_vd e, mf_vd o) {
-    const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7FFF);
     /* Fast path: RNE to fp32 first. Rounding is monotonic and fp32's grid
      * refines bf16's, so only an fp32 result exactly on a bf16 midpoint (low
      * half 0x8000) can round differently from one direct rounding of the fp64
@@ -288,8 +284,7 @@ MF_INLINE __m256i a2_narrow16_bf16(mf_vd e, mf_vd o) {
     }
     __m256i ne = _mm256_castps_si256(_mm256_cmp_ps(_mm256_castsi256_ps(ue), _mm256_castsi256_ps(ue), _CMP_UNORD_Q));
     __m256i no = _mm256_castps_si256(_mm256_cmp_ps(_mm256_castsi256_ps(uo), _mm256_castsi256_ps(uo), _CMP_UNORD_Q));
-    __m256i re = _mm256_add_epi32(_mm256_add_epi32(ue, bias), _mm256_and_si256(_mm256_srli_epi32(ue, 16), one));
-    __m256i ro = _mm256_add_epi32(_mm256_add_epi32(uo, bias), _mm256_and_si256(_mm256_srli_epi32(uo, 16), one));
+    __m256i re = a2_bf16_rne_hi(ue), ro = a2_bf16_rne_hi(uo);
     re = _mm256_blendv_epi8(_mm256_srli_epi32(re, 16), _mm256_set1_epi32(0x7FC0), ne);
     ro = _mm256_blendv_epi8(_mm256_and_si256(ro, _mm256_set1_epi32((int)0xFFFF0000u)), _mm256_set1_epi32(0x7FC00000),
                             no);

@@ -36,14 +36,14 @@ MF_INLINE mf_vf vf_mul(mf_vf a, mf_vf b) { return _mm512_mul_ps(a, b); }
 
 MF_INLINE mf_vf vf_zero(void) { return _mm512_setzero_ps(); }
 MF_INLINE mf_vf vf_add(mf_vf a, mf_vf b) { return _mm512_add_ps(a, b); }
-MF_INLINE mf_vf vf_madd_exact(mf_vf a, mf_vf x, mf_vf g) { return _mm512_fmadd_ps(x, g, a); }
+MF_INLINE mf_vf vf_fma(mf_vf a, mf_vf s, mf_vf v) { return _mm512_fmadd_ps(s, v, a); }
+MF_INLINE mf_vf vf_madd_exact(mf_vf a, mf_vf x, mf_vf g) { return vf_fma(a, x, g); } /* exact: fused is the same */
 MF_INLINE mf_vf vf_ldu(const float *p) { return _mm512_loadu_ps(p); }
 MF_INLINE void vf_stu(float *p, mf_vf a) { _mm512_storeu_ps(p, a); }
 MF_INLINE int vf_finite(mf_vf a) {
     const __m512i e = _mm512_set1_epi32(0x7F800000);
     return _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(a), e), e) == 0;
 }
-MF_INLINE mf_vf vf_fma(mf_vf a, mf_vf s, mf_vf v) { return _mm512_fmadd_ps(s, v, a); }
 MF_INLINE mf_vf vf_ldp(mf_dt dt, const void *p, size_t j) { return vf_ld(dt, p, j); }
 MF_INLINE int vf_in_range(mf_vf a, uint32_t hi) {
     __m512i u = _mm512_and_si512(_mm512_castps_si512(a), _mm512_set1_epi32(0x7FFFFFFF));

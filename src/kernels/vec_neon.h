@@ -52,10 +52,11 @@ MF_INLINE mf_vf vf_add(mf_vf a, mf_vf b) {
     for (int q = 0; q < 4; q++) a.v[q] = vaddq_f32(a.v[q], b.v[q]);
     return a;
 }
-MF_INLINE mf_vf vf_madd_exact(mf_vf a, mf_vf x, mf_vf g) {
-    for (int q = 0; q < 4; q++) a.v[q] = vfmaq_f32(a.v[q], x.v[q], g.v[q]);
+MF_INLINE mf_vf vf_fma(mf_vf a, mf_vf s, mf_vf v) {
+    for (int q = 0; q < 4; q++) a.v[q] = vfmaq_f32(a.v[q], s.v[q], v.v[q]);
     return a;
 }
+MF_INLINE mf_vf vf_madd_exact(mf_vf a, mf_vf x, mf_vf g) { return vf_fma(a, x, g); } /* exact: fused is the same */
 MF_INLINE mf_vf vf_ldu(const float *p) {
     mf_vf r;
     for (int q = 0; q < 4; q++) r.v[q] = vld1q_f32(p + 4 * q);
@@ -69,10 +70,6 @@ MF_INLINE int vf_finite(mf_vf a) {
     uint32x4_t m = vdupq_n_u32(0);
     for (int q = 0; q < 4; q++) m = vorrq_u32(m, vceqq_u32(vandq_u32(vreinterpretq_u32_f32(a.v[q]), e), e));
     return vmaxvq_u32(m) == 0;
-}
-MF_INLINE mf_vf vf_fma(mf_vf a, mf_vf s, mf_vf v) {
-    for (int q = 0; q < 4; q++) a.v[q] = vfmaq_f32(a.v[q], s.v[q], v.v[q]);
-    return a;
 }
 MF_INLINE mf_vf vf_ldp(mf_dt dt, const void *p, size_t j) { return vf_ld(dt, p, j); }
 MF_INLINE int vf_in_range(mf_vf a, uint32_t hi) {

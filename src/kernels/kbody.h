@@ -12,6 +12,33 @@
 
 #include <string.h>
 
+/* The backward loads g, x and b with vf_ldp: on AVX2 bf16 that is the even /
+ * odd split, which widens 16 elements with a shift and a mask instead of two
+ * zero-extensions. A lane still sums one element position (j % 16) of every
+ * step, so the sums are the same numbers in other lanes: vf_unpair puts them
+ * back in element order before the tail and the fold, and vf_st32p stores
+ * products from that layout. Layers whose vf_ldp is element order (every
+ * other layer and dtype) need neither. */
+#ifndef MF_V_LDP_PAIRED
+MF_INLINE void vf_st32p(mf_dt dt, void *p, size_t j, mf_vf lo, mf_vf hi, int nt, int normal, int nonan) {
+    (void)nonan;
+    vf_st32(dt, p, j, lo, hi, nt, normal);
+}
+MF_INLINE mf_vf vf_unpair(mf_dt dt, mf_vf s) {
+    (void)dt;
+    return s;
+}
+#endif
+/* MF_V_NAN_HINT: the layer's bf16 store is cheaper when told that no product
+ * is NaN (v_bf16_finite32 of g, and a finite scale). */
+#ifndef MF_V_NAN_HINT
+#define MF_V_NAN_HINT 0
+MF_INLINE int v_bf16_finite32(const void *p, size_t j) {
+    (void)p, (void)j;
+    return 0;
+}
+#endif
+
 /* Elements per fp32 block of the dot: 16 lanes x 8 terms (the error bound
  * in docs/DESIGN.md needs <= 8 terms per lane with a bias). Callers split
  * rows only at multiples of it (kernels.h MF_DOT_SPLIT). */
@@ -72,7 +99,8 @@ MF_INLINE int k_block_ok(mf_dt dt, mf_vf S, double mv, double mg) {
 }
 
 /* One slot's dot terms of the 32 elements at j into its fp32 lane sums S
- * (elements j..j+15 onto lanes 0..15, then j+16..j+31), and the factors'
+ * (elements j..j+15 onto the 16 lanes in vf_ldp's order, then j+16..j+31
+ * onto the same lanes), and the factors'
  * minimum into M when chk. Every term is fp32 mul, then fp32 add, on every
  * layer, so even a block that fails the test has the same sums everywhere
  * (the test reads them). The minima: of f (fp32), of the raw x and b (bf16). Only for fp16 without bias may a layer fuse: the
@@ -83,8 +111,8 @@ MF_INLINE void k_dot32(mf_dt dt, mf_vf *S, mf_vm *M, mf_vf g0, mf_vf g1, const v
     for (int h = 0; h < 2; h++) {
         const size_t o = j + 16 * (size_t)h;
         const mf_vf gv = h ? g1 : g0;
-        mf_vf f = has_x ? vf_ld(dt, x, o) : vf_ld(dt, b, o);
-        if (has_x && has_b) f = vf_add(f, vf_ld(dt, b, o));
+        mf_vf f = has_x ? vf_ldp(dt, x, o) : vf_ldp(dt, b, o);
+        if (has_x && has_b) f = vf_add(f, vf_ldp(dt, b, o));
         if (dt == MF_F16 && !(has_x && has_b)) *S = vf_madd_exact(*S, f, gv);
         else *S = vf_add(*S, vf_mul(f, gv));
         if (chk && dt == MF_BF16) {
@@ -168,6 +196,8 @@ MF_INLINE void k_body(mf_dt dt, const int Q, const int shared_g, const int has_o
             for (int i = 0; i < Q; i++) bound[i] = k_normal_bound(&s[i], 1);
     }
 #endif
+    int sfin[MF_V_QMAX]; /* scale i is finite */
+    for (int i = 0; i < Q; i++) sfin[i] = (mf_f32_bits(s[i]) & 0x7F800000u) != 0x7F800000u;
     for (size_t b0 = 0; b0 < n; b0 += MF_K_BLOCK) {
         const size_t b1 = n - b0 < MF_K_BLOCK ? n : b0 + MF_K_BLOCK;
         mf_vf S[MF_V_QMAX];
@@ -177,9 +207,10 @@ MF_INLINE void k_body(mf_dt dt, const int Q, const int shared_g, const int has_o
         for (; j + 32 <= b1; j += 32) {
             mf_vf g0, g1;
             mf_vd gd[4];
-            int normal = 0;
+            int normal = 0, gfin = 0;
             if (shared_g) {
-                g0 = vf_ld(dt, g[0], j), g1 = vf_ld(dt, g[0], j + 16);
+                if (MF_V_NAN_HINT && has_out && dt == MF_BF16) gfin = v_bf16_finite32(g[0], j);
+                g0 = vf_ldp(dt, g[0], j), g1 = vf_ldp(dt, g[0], j + 16);
                 if (f64) MF_UNROLL_4 for (int v = 0; v < 4; v++) gd[v] = vd_ld(dt, g[0], j + 8 * (size_t)v);
                 if (chk && dt == MF_BF16) MG[0] = vm_nzmin16(vm_nzmin16(MG[0], g[0], j), g[0], j + 16);
                 else if (chk) MG[0] = vm_nzmin(vm_nzmin(MG[0], g0), g1);
@@ -189,7 +220,8 @@ MF_INLINE void k_body(mf_dt dt, const int Q, const int shared_g, const int has_o
             }
             MF_UNROLL_Q for (int i = 0; i < Q; i++) {
                 if (!shared_g) {
-                    g0 = vf_ld(dt, g[i], j), g1 = vf_ld(dt, g[i], j + 16);
+                    g0 = vf_ldp(dt, g[i], j), g1 = vf_ldp(dt, g[i], j + 16);
+                    if (MF_V_NAN_HINT && has_out && dt == MF_BF16) gfin = v_bf16_finite32(g[i], j);
                     if (f64) MF_UNROLL_4 for (int v = 0; v < 4; v++) gd[v] = vd_ld(dt, g[i], j + 8 * (size_t)v);
                     if (chk && dt == MF_BF16) MG[i] = vm_nzmin16(vm_nzmin16(MG[i], g[i], j), g[i], j + 16);
                     else if (chk) MG[i] = vm_nzmin(vm_nzmin(MG[i], g0), g1);
@@ -197,12 +229,13 @@ MF_INLINE void k_body(mf_dt dt, const int Q, const int shared_g, const int has_o
                     if (has_out && dt == MF_BF16) normal = !vf_abs_below(g0, g1, bound[i]);
 #endif
                 }
-                if (has_out) vf_st32(dt, out[i], j, vf_mul(g0, vs[i]), vf_mul(g1, vs[i]), nt, normal);
+                if (has_out) vf_st32p(dt, out[i], j, vf_mul(g0, vs[i]), vf_mul(g1, vs[i]), nt, normal, gfin && sfin[i]);
                 if (blk) k_dot32(dt, &S[i], &M[i], g0, g1, has_x ? x[i] : NULL, has_b ? b[i] : NULL, j, has_x, has_b,
                                  chk);
                 if (f64) a64[i] = k_dot64(dt, a64[i], gd, has_x ? x[i] : b[i], j);
             }
         }
+        if (blk) MF_UNROLL_Q for (int i = 0; i < Q; i++) S[i] = vf_unpair(dt, S[i]); /* lane l: element l's sum */
         uint32_t mv[MF_V_QMAX], mg[MF_V_QMAX];
         for (int i = 0; i < Q; i++) mv[i] = mg[i] = 0xFFFFFFFFu;
         if (j < b1) { /* the call's last n % 32 elements */

@@ -33,11 +33,20 @@
  *   vf_finite(a)           1 if all 16 lanes are finite
  *   vf_fma(a, s, v)        a + s * v, one rounding (IEEE fusedMultiplyAdd)
  *   vf_ldp(dt, p, j)       16 elements widened exactly to fp32 in a layer-chosen
- *                          lane order (the forward's fp32 blocks only)
+ *                          lane order, the same for every p and j (the forward's
+ *                          fp32 blocks, the backward's loads)
  *   vf_stp(dt, p, j, v, nt)
  *                          32 finite fp32 values in vf_ldp's order (v[0] from
  *                          p[j..j+15], v[1] from p[j+16..]) rounded to nearest
  *                          even to dt and stored; nt as vf_st32
+ *   vf_st32p(dt, p, j, lo, hi, nt, normal, nonan)
+ *                          vf_st32 of values in vf_ldp's order; nonan: the
+ *                          caller proved no value is NaN (a hint)
+ *   vf_unpair(dt, s)       vf_ldp's order back to element order
+ *                          (only layers defining MF_V_LDP_PAIRED have these
+ *                          two; kbody.h gives the element-order defaults)
+ *   v_bf16_finite32(p, j)  1 if the 32 bf16 values at p[j..] are finite
+ *                          (only layers defining MF_V_NAN_HINT 1)
  *   vf_in_range(a, hi)     1 if every lane is finite with 2^-100 <= |a| and
  *                          |a| bits < hi (the forward's pass test, DESIGN.md)
  *   mf_vm, vm_init, vm_nzmin(m, a), vm_hmin(m)

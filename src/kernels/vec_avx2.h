@@ -127,6 +127,13 @@ MF_INLINE __m256i a2_bf16_rne(__m256 v) {
     __m256i q = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
     return _mm256_blendv_epi8(r, q, nan);
 }
+/* 16 fp32 values in the bf16 vf_ldp layout, no NaN among them, rounded to
+ * nearest even to bf16 in element order: the even lanes' rounded bits shift
+ * down, the odd lanes' stay up (an overflow rounds to inf as it should). */
+MF_INLINE __m256i a2_bf16_pair(__m256 e, __m256 o) {
+    return _mm256_or_si256(_mm256_srli_epi32(a2_bf16_rne_hi(_mm256_castps_si256(e)), 16),
+                           _mm256_and_si256(a2_bf16_rne_hi(_mm256_castps_si256(o)), _mm256_set1_epi32((int)0xFFFF0000u)));
+}
 /* 16 fp32 values rounded to the 16-bit dtype, in element order. */
 MF_INLINE __m256i a2_narrow16(mf_dt dt, mf_vf v) {
     if (dt == MF_F16)
@@ -161,19 +168,49 @@ MF_INLINE void vf_st32(mf_dt dt, void *p, size_t j, mf_vf lo, mf_vf hi, int nt, 
     a2_st32b(q, a2_narrow16(dt, lo), nt);
     a2_st32b(q + 16, a2_narrow16(dt, hi), nt);
 }
-/* Finite values: no NaN case. bf16 in the vf_ldp layout needs no pack or
- * permute: the even lanes' rounded bits shift down, the odd lanes' stay up. */
-MF_INLINE void vf_stp(mf_dt dt, void *p, size_t j, const mf_vf v[2], int nt) {
+/* The backward in vf_ldp's layout: 32 products stored (NaN as fp.h), and
+ * the 16 lane sums of a bf16 block (v[0] lane i: element 2i's sum, v[1]:
+ * element 2i + 1's) put back in element order for the fold and the tail. */
+#define MF_V_LDP_PAIRED 1
+#define MF_V_NAN_HINT 1
+/* Whether the 32 bf16 values at p[j..] are all finite (then their products
+ * with a finite scale are never NaN, and vf_st32p needs no NaN test). */
+MF_INLINE int v_bf16_finite32(const void *p, size_t j) {
+    const __m256i e = _mm256_set1_epi16(0x7F80);
+    const __m256i *q = (const __m256i *)((const uint16_t *)p + j);
+    __m256i m = _mm256_or_si256(_mm256_cmpeq_epi16(_mm256_and_si256(_mm256_loadu_si256(q), e), e),
+                                _mm256_cmpeq_epi16(_mm256_and_si256(_mm256_loadu_si256(q + 1), e), e));
+    return _mm256_testz_si256(m, m);
+}
+MF_INLINE void vf_st32p(mf_dt dt, void *p, size_t j, mf_vf lo, mf_vf hi, int nt, int normal, int nonan) {
     if (dt != MF_BF16) {
-        vf_st32(dt, p, j, v[0], v[1], nt, 1);
+        vf_st32(dt, p, j, lo, hi, nt, normal);
         return;
     }
-    const __m256i top = _mm256_set1_epi32((int)0xFFFF0000u);
+    const mf_vf v[2] = {lo, hi};
     uint16_t *q = (uint16_t *)p + j;
     for (int h = 0; h < 2; h++) {
-        __m256i e = a2_bf16_rne_hi(_mm256_castps_si256(v[h].v[0])), o = a2_bf16_rne_hi(_mm256_castps_si256(v[h].v[1]));
-        a2_st32b(q + 16 * h, _mm256_or_si256(_mm256_srli_epi32(e, 16), _mm256_and_si256(o, top)), nt);
+        const __m256 e = v[h].v[0], o = v[h].v[1];
+        __m256i r;
+        if (nonan) {
+            r = a2_bf16_pair(e, o);
+        } else {
+            __m256 un = _mm256_or_ps(_mm256_cmp_ps(e, e, _CMP_UNORD_Q), _mm256_cmp_ps(o, o, _CMP_UNORD_Q));
+            if (__builtin_expect(_mm256_testz_ps(un, un), 1)) r = a2_bf16_pair(e, o); /* same bits */
+            else r = _mm256_or_si256(a2_bf16_rne(e), _mm256_slli_epi32(a2_bf16_rne(o), 16));
+        }
+        a2_st32b(q + 16 * h, r, nt);
     }
+}
+/* The forward's finite values: vf_st32p without its NaN test. */
+MF_INLINE void vf_stp(mf_dt dt, void *p, size_t j, const mf_vf v[2], int nt) {
+    vf_st32p(dt, p, j, v[0], v[1], nt, 1, 1);
+}
+MF_INLINE mf_vf vf_unpair(mf_dt dt, mf_vf s) {
+    if (dt != MF_BF16) return s;
+    const __m256 lo = _mm256_unpacklo_ps(s.v[0], s.v[1]), hi = _mm256_unpackhi_ps(s.v[0], s.v[1]);
+    mf_vf r = {{_mm256_permute2f128_ps(lo, hi, 0x20), _mm256_permute2f128_ps(lo, hi, 0x31)}};
+    return r;
 }
 
 MF_INLINE mf_vd vd_ld(mf_dt dt, const void *p, size_t j) {

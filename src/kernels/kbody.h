@@ -44,6 +44,9 @@ MF_INLINE int v_bf16_finite32(const void *p, size_t j) {
  * rows only at multiples of it (kernels.h MF_DOT_SPLIT). */
 #define MF_K_BLOCK MF_DOT_SPLIT
 
+/* k_group1 has constant-Q bodies for these (vec.h). */
+_Static_assert(MF_V_QMAX == 1 || MF_V_QMAX == 4 || MF_V_QMAX == 8, "MF_V_QMAX must be 1, 4 or 8");
+
 /* Unrolling only changes speed, never bits. The scalar layer's "vectors" are
  * 16-lane loops already, and unrolling them 8 x 4 more makes the compiler
  * take many minutes (far more under sanitizers) for no gain: it opts out. */

@@ -398,10 +398,15 @@ static double tiny_us(int with_scales) {
 }
 
 /* ---- runs in a child that sets the environment before the library reads it ----
- * arith = 0: each shape on 1 thread (ms). arith = 1: the row-order loop's
- * arithmetic alone (ns per gradExpandedX row): 1 thread, row order forced, and
- * only as many tokens as keep the problem's rows in L2 (ARITH_BYTES), best of 5x. */
+ * arith = 0: each shape on 1 thread (ms). arith = 1: the backward's arithmetic
+ * alone (ns per gradExpandedX row): 1 thread, only as many tokens as keep the
+ * problem's rows in L2 (ARITH_BYTES), best of 5x, in the order the full-size
+ * shape takes (row order for rows of at most ARITH_ROW_BYTES, the plan's auto
+ * choice, src/ops/grad/grad.h MF_BY_ROW_MAX_BYTES; token order otherwise; the
+ * small problem alone would take token order). The library reads the order
+ * once per process, so an arith child runs one shape. */
 #define ARITH_BYTES (768 << 10)
+#define ARITH_ROW_BYTES 2048
 static int child_runs(const int64_t (*shapes)[4], int n, double *out, int arith) {
     int fd[2];
     if (pipe(fd) != 0) return -1;
@@ -411,7 +416,11 @@ static int child_runs(const int64_t (*shapes)[4], int n, double *out, int arith)
     if (pid == 0) {
         close(fd[0]);
         setenv("MOEFR_NUM_THREADS", "1", 1);
-        if (arith) setenv("MOEFR_GRAD_ORDER", "row", 1);
+        if (arith && n != 1) _exit(1);
+        if (arith) {
+            const int64_t row = shapes[0][2] * (int64_t)esz((aclDataType)shapes[0][3]);
+            setenv("MOEFR_GRAD_ORDER", row <= ARITH_ROW_BYTES ? "row" : "token", 1);
+        }
         for (int i = 0; i < n; i++) {
             const int64_t K = shapes[i][1], H = shapes[i][2], es = (int64_t)esz((aclDataType)shapes[i][3]);
             int64_t R = shapes[i][0];
@@ -445,9 +454,10 @@ static int child_runs(const int64_t (*shapes)[4], int n, double *out, int arith)
  * bound from the arithmetic side, as the pattern ceilings are from memory's. */
 static int arith_report(const int64_t (*shapes)[4], int n, const double *ns, int threads) {
     int fails = 0;
-    printf("\narithmetic alone: the row-order loop with its rows in L2 (one thread, %d KiB problem), and the\n"
-           "ratio the operator would reach on %d threads if memory cost nothing (copy ms / (rows * ns / threads))\n",
-           ARITH_BYTES >> 10, threads);
+    printf("\narithmetic alone: the backward (row order for rows of at most %d bytes, else token order) with\n"
+           "its rows in L2 (one thread, %d KiB problem), and the ratio the operator would reach on %d threads if\n"
+           "memory cost nothing (copy ms / (rows * ns / threads))\n",
+           ARITH_ROW_BYTES, ARITH_BYTES >> 10, threads);
     if (g_markdown) printf("| shape R,K,H | dtype | ns per row | ms on %d threads | copy ms | ratio bound |\n"
                            "|---|---|---|---|---|---|\n", threads);
     for (int i = 0; i < n; i++) {
@@ -552,7 +562,7 @@ static void usage(FILE *f, const char *prog) {
             "  --forward: each --shape also times aclnnMoeFinalizeRoutingV2 (a \"fwd\" row).\n"
             "  --ceilings: each --shape also times the operators' access patterns without arithmetic\n"
             "  (the full run without --shape always does, for the shapes with targets).\n"
-            "  --arith: each --shape also times the backward's row-order arithmetic alone, rows in L2\n"
+            "  --arith: each --shape also times the backward's arithmetic alone, rows in L2\n"
             "  (the full run always does, for the 65536,8,128 targets).\n"
             "  --gating: only MoeGatingTopKSoftmax(V2) at (8192, 256), k = 8, fp32 and bf16 (bench/gating.c).\n"
             "  --bias: each --shape also runs with biasOptional (64 experts) and prints the bias cost.\n"
@@ -747,7 +757,8 @@ int moefr_bench_main(int argc, char **argv) {
     const int64_t(*ash)[4] = (const int64_t(*)[4])(nshapes > 0 ? shapes : arith_default);
     const int nash = nshapes > 0 ? (arith ? nshapes : 0) : 2;
     double arith_ns[32];
-    if (nash > 0 && child_runs(ash, nash, arith_ns, 1) != 0) fprintf(stderr, "bench: arithmetic child failed\n");
+    for (int i = 0; i < nash; i++)
+        if (child_runs(ash + i, 1, arith_ns + i, 1) != 0) fprintf(stderr, "bench: arithmetic child failed\n");
 
     printf("moefr %s, kernel path %s, %d threads, best of %d runs\n\n", moefrVersion(), moefrIsa(),
            moefrNumThreads(), g_reps);

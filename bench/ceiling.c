@@ -1,12 +1,14 @@
 /* ceiling.c - the operators' memory access patterns with the arithmetic taken
  * out: each moves the same rows as the operator, in the same order, with one
- * XOR per 16 bytes, streaming stores and the operators' own software
- * prefetches. Their ratio to the same memcpy yardstick shows what this
+ * XOR per 16 bytes, streaming stores (and, for the scatter, ordinary ones too)
+ * and the operators' own software prefetches. Their ratio to the same memcpy yardstick shows what this
  * machine gives that pattern before any arithmetic, so an operator's ratio
  * can be read against it (docs/BENCHMARKS.md). References, not proven bounds.
  *
  *   scatter  backward, token order: a gradY row, then K random rows read and
- *            K random rows written, 64 bytes of each in turn
+ *            K random rows written, 64 bytes of each in turn; once with
+ *            streaming stores, once with ordinary ones (what the AVX2 kernels
+ *            use when one pass writes several rows, MF_V_NT_MULTIROW)
  *   rows     backward, row order: expandedX read and gradExpandedX written
  *            in order, one gathered gradY row per output row
  *   gather   forward: K random rows read, 64 bytes of each in turn, one row
@@ -25,9 +27,9 @@
 #include "acl/acl.h"
 #include "bench/bench.h"
 
-typedef enum { PAT_SCATTER, PAT_ROWS, PAT_GATHER } pattern;
-static const char *const pat_name[] = {"scatter (backward, token order)", "rows (backward, row order)",
-                                       "gather (forward)"};
+typedef enum { PAT_SCATTER, PAT_SCATTER_ST, PAT_ROWS, PAT_GATHER } pattern;
+static const char *const pat_name[] = {"scatter (backward, token order)", "scatter, ordinary stores",
+                                       "rows (backward, row order)", "gather (forward)"};
 
 typedef struct pat_job {
     pattern pat;
@@ -49,13 +51,16 @@ static double busy(int64_t steps, double v) {
     return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
 }
 
-/* dst[0..64) = a ^ b, streamed past the caches. */
-static inline void xor64(char *dst, const char *a, const char *b) {
+/* dst[0..64) = a ^ b, streamed past the caches (nt) or stored. */
+static inline void xor64(char *dst, const char *a, const char *b, int nt) {
 #if defined(__x86_64__)
-    for (int i = 0; i < 64; i += 16)
-        _mm_stream_si128((__m128i *)(dst + i), _mm_xor_si128(_mm_load_si128((const __m128i *)(a + i)),
-                                                             _mm_load_si128((const __m128i *)(b + i))));
+    for (int i = 0; i < 64; i += 16) {
+        const __m128i v = _mm_xor_si128(_mm_load_si128((const __m128i *)(a + i)), _mm_load_si128((const __m128i *)(b + i)));
+        if (nt) _mm_stream_si128((__m128i *)(dst + i), v);
+        else _mm_store_si128((__m128i *)(dst + i), v);
+    }
 #else
+    (void)nt;
     for (int i = 0; i < 64; i += 8) {
         uint64_t u, v;
         memcpy(&u, a + i, 8), memcpy(&v, b + i, 8);
@@ -68,7 +73,8 @@ static inline void xor64(char *dst, const char *a, const char *b) {
 static void *pat_thread(void *arg) {
     pat_job *j = arg;
     const int64_t K = j->K, row = j->row;
-    if (j->pat == PAT_SCATTER) {
+    if (j->pat == PAT_SCATTER || j->pat == PAT_SCATTER_ST) {
+        const int nt = j->pat == PAT_SCATTER;
         for (int64_t r = j->lo; r < j->hi; r++) {
             if (row <= 2048 && r + 2 < j->hi) /* as the operator: narrow rows two tokens ahead */
                 for (int64_t k = 0; k < K; k++)
@@ -76,7 +82,7 @@ static void *pat_thread(void *arg) {
             for (int64_t c = 0; c < row; c += 64)
                 for (int64_t k = 0; k < K; k++) {
                     const int64_t d = j->idx[r * K + k];
-                    xor64(j->out + d * row + c, j->x + d * row + c, j->g + r * row + c);
+                    xor64(j->out + d * row + c, j->x + d * row + c, j->g + r * row + c, nt);
                 }
         }
     } else if (j->pat == PAT_ROWS) {
@@ -88,7 +94,7 @@ static void *pat_thread(void *arg) {
                     for (int64_t c = 0; c < row; c += 64) __builtin_prefetch(ga + c, 0, 3);
                 }
                 const char *g = j->g + (j->inv[d] / K) * row;
-                for (int64_t c = 0; c < row; c += 64) xor64(j->out + d * row + c, j->x + d * row + c, g + c);
+                for (int64_t c = 0; c < row; c += 64) xor64(j->out + d * row + c, j->x + d * row + c, g + c, 1);
             }
             if (j->work) v = busy(j->work, v);
         }

@@ -1,8 +1,9 @@
 /* ceiling.c - the operators' memory access patterns with the arithmetic taken
  * out: each moves the same rows as the operator, in the same order, with one
- * XOR per 16 bytes, streaming stores (and, for the scatter, ordinary ones too)
- * and the operators' own software prefetches. Their ratio to the same memcpy yardstick shows what this
- * machine gives that pattern before any arithmetic, so an operator's ratio
+ * XOR per 16 bytes, streaming stores (and, for the scatter, ordinary ones
+ * too) and the operators' own software prefetches. Their ratio to the same
+ * memcpy yardstick shows what this machine gives that pattern before any
+ * arithmetic, so an operator's ratio
  * can be read against it (docs/BENCHMARKS.md). References, not proven bounds.
  *
  *   scatter  backward, token order: a gradY row, then K random rows read and
@@ -55,7 +56,8 @@ static double busy(int64_t steps, double v) {
 static inline void xor64(char *dst, const char *a, const char *b, int nt) {
 #if defined(__x86_64__)
     for (int i = 0; i < 64; i += 16) {
-        const __m128i v = _mm_xor_si128(_mm_load_si128((const __m128i *)(a + i)), _mm_load_si128((const __m128i *)(b + i)));
+        const __m128i v =
+            _mm_xor_si128(_mm_load_si128((const __m128i *)(a + i)), _mm_load_si128((const __m128i *)(b + i)));
         if (nt) _mm_stream_si128((__m128i *)(dst + i), v);
         else _mm_store_si128((__m128i *)(dst + i), v);
     }

@@ -44,7 +44,8 @@
  *                          caller proved no value is NaN (a hint)
  *   vf_unpair(dt, s)       vf_ldp's order back to element order
  *                          (only layers defining MF_V_LDP_PAIRED have these
- *                          two; kbody.h gives the element-order defaults)
+ *                          two, and no vf_st32; kbody.h gives the other
+ *                          layers element-order defaults over vf_st32)
  *   v_bf16_finite32(p, j)  1 if the 32 bf16 values at p[j..] are finite
  *                          (only layers defining MF_V_NAN_HINT 1)
  *   vf_in_range(a, hi)     1 if every lane is finite with 2^-100 <= |a| and

@@ -134,43 +134,15 @@ MF_INLINE __m256i a2_bf16_pair(__m256 e, __m256 o) {
     return _mm256_or_si256(_mm256_srli_epi32(a2_bf16_rne_hi(_mm256_castps_si256(e)), 16),
                            _mm256_and_si256(a2_bf16_rne_hi(_mm256_castps_si256(o)), _mm256_set1_epi32((int)0xFFFF0000u)));
 }
-/* 16 fp32 values rounded to the 16-bit dtype, in element order. */
-MF_INLINE __m256i a2_narrow16(mf_dt dt, mf_vf v) {
-    if (dt == MF_F16)
-        return _mm256_set_m128i(_mm256_cvtps_ph(v.v[1], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
-                                _mm256_cvtps_ph(v.v[0], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    /* packus interleaves 128-bit halves: the qword permute restores element order */
-    __m256i p;
-    __m256 un = _mm256_or_ps(_mm256_cmp_ps(v.v[0], v.v[0], _CMP_UNORD_Q), _mm256_cmp_ps(v.v[1], v.v[1], _CMP_UNORD_Q));
-    if (__builtin_expect(_mm256_testz_ps(un, un), 1)) { /* no NaN: the rounding alone (same bits) */
-        p = _mm256_packus_epi32(_mm256_srli_epi32(a2_bf16_rne_hi(_mm256_castps_si256(v.v[0])), 16),
-                                _mm256_srli_epi32(a2_bf16_rne_hi(_mm256_castps_si256(v.v[1])), 16));
-    } else {
-        p = _mm256_packus_epi32(a2_bf16_rne(v.v[0]), a2_bf16_rne(v.v[1]));
-    }
-    return _mm256_permute4x64_epi64(p, _MM_SHUFFLE(3, 1, 2, 0));
-}
 MF_INLINE void a2_st32b(void *p, __m256i v, int nt) {
     if (nt) _mm256_stream_si256((__m256i *)p, v);
     else _mm256_storeu_si256((__m256i *)p, v);
 }
-MF_INLINE void vf_st32(mf_dt dt, void *p, size_t j, mf_vf lo, mf_vf hi, int nt, int normal) {
-    (void)normal;
-    if (dt == MF_F32) {
-        float *q = (float *)p + j;
-        a2_st32b(q, _mm256_castps_si256(lo.v[0]), nt);
-        a2_st32b(q + 8, _mm256_castps_si256(lo.v[1]), nt);
-        a2_st32b(q + 16, _mm256_castps_si256(hi.v[0]), nt);
-        a2_st32b(q + 24, _mm256_castps_si256(hi.v[1]), nt);
-        return;
-    }
-    uint16_t *q = (uint16_t *)p + j;
-    a2_st32b(q, a2_narrow16(dt, lo), nt);
-    a2_st32b(q + 16, a2_narrow16(dt, hi), nt);
-}
 /* The backward in vf_ldp's layout: 32 products stored (NaN as fp.h), and
  * the 16 lane sums of a bf16 block (v[0] lane i: element 2i's sum, v[1]:
- * element 2i + 1's) put back in element order for the fold and the tail. */
+ * element 2i + 1's) put back in element order for the fold and the tail.
+ * vf_st32p is this layer's only fp32 -> dtype store (no element-order
+ * vf_st32: bf16 never needs one here). */
 #define MF_V_LDP_PAIRED 1
 #define MF_V_NAN_HINT 1
 /* Whether the 32 bf16 values at p[j..] are all finite (then their products
@@ -183,16 +155,24 @@ MF_INLINE int v_bf16_finite32(const void *p, size_t j) {
     return _mm256_testz_si256(m, m);
 }
 MF_INLINE void vf_st32p(mf_dt dt, void *p, size_t j, mf_vf lo, mf_vf hi, int nt, int normal, int nonan) {
-    if (dt != MF_BF16) {
-        vf_st32(dt, p, j, lo, hi, nt, normal);
+    (void)normal;
+    const mf_vf v[2] = {lo, hi};
+    if (dt == MF_F32) {
+        float *q = (float *)p + j;
+        a2_st32b(q, _mm256_castps_si256(lo.v[0]), nt);
+        a2_st32b(q + 8, _mm256_castps_si256(lo.v[1]), nt);
+        a2_st32b(q + 16, _mm256_castps_si256(hi.v[0]), nt);
+        a2_st32b(q + 24, _mm256_castps_si256(hi.v[1]), nt);
         return;
     }
-    const mf_vf v[2] = {lo, hi};
     uint16_t *q = (uint16_t *)p + j;
     for (int h = 0; h < 2; h++) {
-        const __m256 e = v[h].v[0], o = v[h].v[1];
+        const __m256 e = v[h].v[0], o = v[h].v[1]; /* fp16: elements 0-7 and 8-15 (vf_ldp is vf_ld) */
         __m256i r;
-        if (nonan) {
+        if (dt == MF_F16) {
+            r = _mm256_set_m128i(_mm256_cvtps_ph(o, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
+                                 _mm256_cvtps_ph(e, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        } else if (nonan) {
             r = a2_bf16_pair(e, o);
         } else {
             __m256 un = _mm256_or_ps(_mm256_cmp_ps(e, e, _CMP_UNORD_Q), _mm256_cmp_ps(o, o, _CMP_UNORD_Q));

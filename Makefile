@@ -1,9 +1,16 @@
-# moefr - top-level wrapper around CMake. `make run` and `make test` are the
-# two commands a fresh machine needs; each installs what it is missing.
+# moefr - top-level wrapper around CMake. Each command installs what it is
+# missing (scripts/deps.sh):
+#   make run    build and run the example (the main job)
+#   make test   the contributor's check before a commit: the Release build's
+#               whole CTest suite (C tests per kernel path, CLI, Python,
+#               install tree, fuzz corpora replayed, frame check); minutes
+#   make check  the whole matrix, what CI (.ci/run) runs: `make test`, then
+#               ASan+UBSan, TSan, valgrind, Debug, Debug+ASan+UBSan and
+#               aarch64 under qemu with the cross-arch bit check
 #
 # Extending: add Debian packages your tests need with `TEST_DEPS += pkg`, and
-# hook a new test target into `make test` with `test: test-yourthing` (the
-# prerequisites of `test` accumulate; keep the recipe-less form).
+# hook a new matrix entry into `make check` with `check: test-yourthing` (the
+# prerequisites of `check` accumulate; keep the recipe-less form).
 BUILD   ?= build
 PREFIX  ?= $(CURDIR)/$(BUILD)/install
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
@@ -18,7 +25,7 @@ EXAMPLE_BUILD := $(BUILD)/example
 # CMake's generated makefiles would otherwise print every directory change.
 MAKEFLAGS += --no-print-directory
 
-.PHONY: all build deps test-deps install example run test test-ctest clean
+.PHONY: all build deps test-deps install example run test test-ctest check clean
 
 all: build
 
@@ -44,11 +51,14 @@ example: install
 run: example
 	$(EXAMPLE_BUILD)/opapi_test
 
-# `make test` = every target listed as a prerequisite of `test`, in order.
+# `make test` = the Release suite. `make check` = every target listed as a
+# prerequisite of `check`, in order, each printing how long it took.
 test: test-ctest
+check: test-ctest
 
 test-ctest: test-deps build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+	@echo "make: $@ done at $$(date +%T)"
 
 # The benchmark table (docs/BENCHMARKS.md); BENCH_ARGS=--quick for a short run.
 BENCH_ARGS ?=
@@ -72,7 +82,7 @@ FUZZ_TARGETS := fuzz_grad_plan fuzz_grad_exec fuzz_fwd_exec fuzz_npy
 TSAN_TESTS   := test_concurrency test_determinism test_executor test_runtime
 VALGRIND     := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect
 .PHONY: test-asan test-tsan test-valgrind fuzz
-test: test-asan test-tsan test-valgrind
+check: test-asan test-tsan test-valgrind
 
 test-asan: test-deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOEFR_SANITIZE=address,undefined \
@@ -80,6 +90,7 @@ test-asan: test-deps
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j$(JOBS)
+	@echo "make: $@ done at $$(date +%T)"
 
 test-tsan: test-deps
 	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOEFR_SANITIZE=thread >/dev/null
@@ -118,8 +129,30 @@ TSAN_TESTS += test_host_api
 ARM_BUILD ?= build-aarch64
 ARM_DEPS  := gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
 .PHONY: test-aarch64
-test: test-aarch64
+check: test-aarch64
 
 test-aarch64: test-deps build
 	@scripts/deps.sh $(ARM_DEPS)
 	@scripts/test-aarch64.sh $(BUILD) $(ARM_BUILD) $(JOBS)
+# ---- Issue 23: the build types users make (docs/RELIABILITY.md) ----
+# test-debug: the whole suite in a Debug build (-O0: the frames that once
+# overflowed the pool's worker stacks; test_stack_frames checks them).
+# test-debug-asan: the same under ASan+UBSan. Both run in `make check`.
+DEBUG_BUILD      ?= build-debug
+DEBUG_ASAN_BUILD ?= build-debug-asan
+.PHONY: test-debug test-debug-asan
+check: test-debug test-debug-asan
+
+test-debug: test-deps
+	cmake -S . -B $(DEBUG_BUILD) -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	cmake --build $(DEBUG_BUILD) -j$(JOBS)
+	cd $(DEBUG_BUILD) && ctest --output-on-failure -j$(JOBS)
+	@echo "make: $@ done at $$(date +%T)"
+
+test-debug-asan: test-deps
+	cmake -S . -B $(DEBUG_ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DMOEFR_SANITIZE=address,undefined \
+	  "-DCMAKE_C_FLAGS=-fno-sanitize-recover=all" "-DCMAKE_CXX_FLAGS=-fno-sanitize-recover=all" >/dev/null
+	cmake --build $(DEBUG_ASAN_BUILD) -j$(JOBS)
+	cd $(DEBUG_ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j$(JOBS)
+	@echo "make: $@ done at $$(date +%T)"

@@ -13,6 +13,8 @@ if [ "$(id -u)" -ne 0 ]; then
   command -v sudo >/dev/null 2>&1 || { echo "deps: need root or sudo to install:$missing" >&2; exit 1; }
   SUDO=sudo
 fi
-$SUDO apt-get update -qq
+# wait for another apt (a parallel `make`) instead of failing on its lock
+APT="$SUDO apt-get -o DPkg::Lock::Timeout=600"
+$APT update -qq
 # shellcheck disable=SC2086
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
+DEBIAN_FRONTEND=noninteractive $APT install -y -qq --no-install-recommends $missing

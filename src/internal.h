@@ -176,6 +176,11 @@ int mf_grad_order(void);
  * Below `serial_below` work units the call stays on the calling thread. */
 typedef void (*mf_range_fn)(void *ctx, int64_t begin, int64_t end);
 void mf_parallel_for(int64_t n, mf_range_fn fn, void *ctx, int64_t serial_below);
+/* The least stack a pool worker gets (pool.c takes RLIMIT_STACK above it).
+ * scripts/check-frames.sh reads this line: no frame of the library may pass
+ * 1/16 of it (64 KiB), leaving 15/16 for the chain of calls, at -O0 and
+ * under ASan too. */
+#define MF_WORKER_STACK_MIN ((size_t)1 << 20)
 int mf_num_threads(void);
 
 #endif /* MOEFR_INTERNAL_H_ */

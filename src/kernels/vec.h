@@ -74,6 +74,14 @@
 #include "kernels/kernels.h"
 #include "kernels/tail.h"
 
+/* Optimized builds inline every layer primitive and body (constant Q and
+ * presence flags fold away). At -O0 gcc gives each inlined copy its own stack
+ * slots, so forcing it made k_multi's frame ~470 KB (issue 23): there the
+ * bodies stay ordinary calls and every frame stays small. Bits are the same. */
+#ifdef __OPTIMIZE__
 #define MF_INLINE static inline __attribute__((always_inline))
+#else
+#define MF_INLINE static inline
+#endif
 
 #endif /* MOEFR_KERNELS_VEC_H_ */

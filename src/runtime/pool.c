@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "internal.h"
 
@@ -86,13 +87,28 @@ static void after_fork_child(void) {
     tl_worker = false;
 }
 
+/* Worker stacks are as large as the process's stack limit (RLIMIT_STACK, what
+ * the main thread and glibc's default threads get), clamped to
+ * [MF_WORKER_STACK_MIN, 64 MiB]; 8 MiB when the limit is unlimited. The
+ * library's frames are bounded at build time against MF_WORKER_STACK_MIN
+ * (scripts/check-frames.sh, in every build's test suite), so a kernel that
+ * runs on the calling thread also runs on a worker, in every build type. */
+static size_t worker_stack_size(void) {
+    size_t want = (size_t)8 << 20;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) want = (size_t)rl.rlim_cur;
+    if (want < MF_WORKER_STACK_MIN) want = MF_WORKER_STACK_MIN;
+    if (want > ((size_t)64 << 20)) want = (size_t)64 << 20;
+    return want;
+}
+
 static void start(void) { /* with g_busy held */
     g_started = true;
     pthread_atfork(NULL, NULL, after_fork_child);
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 256 * 1024);
+    pthread_attr_setstacksize(&attr, worker_stack_size());
     for (int i = 1; i < mf_num_threads(); i++) {
         pthread_t t;
         if (pthread_create(&t, &attr, worker, NULL) != 0) {

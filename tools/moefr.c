@@ -13,7 +13,7 @@
 #include "cli.h"
 
 #ifdef MOEFR_CLI_HAVE_BENCH
-int moefr_bench_main(int argc, char **argv);
+#include "bench/bench.h" /* moefr_bench_main */
 #endif
 
 static const char USAGE[] =

@@ -54,16 +54,19 @@ static int parse_int(const char *s, int64_t *v) {
     return 0;
 }
 
-/* Parses argv[first..argc) into opts. Returns 0, 1 when --help was asked for,
- * or EXIT_USAGE after printing why. */
-int parse_opts(int argc, char **argv, int first, cli_opt *opts, int n) {
+/* Parses argv[first..argc) into opts. Returns 0, 1 when --help was asked for
+ * (after printing help to stdout), or EXIT_USAGE after printing why. */
+int parse_opts(int argc, char **argv, int first, cli_opt *opts, int n, const char *help) {
     for (int i = first; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
             g_verbose = 1;
             continue;
         }
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) return 1;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(help, stdout);
+            return 1;
+        }
         if (strncmp(a, "--", 2) != 0) {
             msg("unexpected argument '%s' (options are --name VALUE; see %s --help)", a, g_cmd);
             return EXIT_USAGE;

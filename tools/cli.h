@@ -49,8 +49,8 @@ typedef struct {
 
 void msg(const char *fmt, ...);
 double now_us(void);
-/* 0, 1 for --help, or EXIT_USAGE after printing why */
-int parse_opts(int argc, char **argv, int first, cli_opt *opts, int n);
+/* 0, 1 for --help (after printing help to stdout), or EXIT_USAGE after printing why */
+int parse_opts(int argc, char **argv, int first, cli_opt *opts, int n, const char *help);
 cli_opt *opt(cli_opt *opts, int n, const char *flag);
 void cleanup_tensor(cli_tensor *c);
 /* Loads o's file as o->kind says; an option not given leaves c empty (c->t NULL). */

@@ -72,12 +72,8 @@ static int cmd_grad(int argc, char **argv, int first) {
         {"--out", NULL, OPT_DIR, 1, NULL, 0},
     };
     const int no = (int)(sizeof o / sizeof o[0]);
-    int rc = parse_opts(argc, argv, first, o, no);
-    if (rc == 1) {
-        fputs(USAGE, stdout);
-        return EXIT_OK;
-    }
-    if (rc) return rc;
+    int rc = parse_opts(argc, argv, first, o, no, USAGE);
+    if (rc) return rc == 1 ? EXIT_OK : rc; /* 1: --help */
     int bf16 = opt(o, no, "--dtype")->value != NULL;
     int64_t mode = opt(o, no, "--drop-pad-mode")->ival, active = opt(o, no, "--active-num")->ival;
     int64_t E = opt(o, no, "--expert-num")->ival, C = opt(o, no, "--expert-capacity")->ival;
@@ -174,12 +170,8 @@ static int cmd_forward(int argc, char **argv, int first) {
         {"--out", NULL, OPT_DIR, 1, NULL, 0},
     };
     const int no = (int)(sizeof o / sizeof o[0]);
-    int rc = parse_opts(argc, argv, first, o, no);
-    if (rc == 1) {
-        fputs(USAGE, stdout);
-        return EXIT_OK;
-    }
-    if (rc) return rc;
+    int rc = parse_opts(argc, argv, first, o, no, USAGE);
+    if (rc) return rc == 1 ? EXIT_OK : rc; /* 1: --help */
     int bf16 = opt(o, no, "--dtype")->value != NULL;
     int64_t mode = opt(o, no, "--drop-pad-mode")->ival;
 

@@ -17,13 +17,11 @@
 #define _GNU_SOURCE 1
 #include <dlfcn.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "acl/acl.h"
@@ -36,45 +34,13 @@
 #define MOEFR_SOURCE_DIR "."
 #endif
 
-int moefr_bench_main(int argc, char **argv);
-
 static int g_reps = 5;
 static int g_markdown;
 
-double bench_now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 static double now(void) { return bench_now(); }
 
 static size_t esz(aclDataType d) { return d == ACL_FLOAT ? 4 : 2; }
 static const char *dname(aclDataType d) { return d == ACL_FLOAT ? "fp32" : d == ACL_BF16 ? "bf16" : "fp16"; }
-
-/* ---- multi-threaded memcpy: the bandwidth yardstick ---- */
-typedef struct cpy { char *dst; const char *src; size_t n; } cpy;
-static void *cpy_thread(void *a) {
-    cpy *c = a;
-    memcpy(c->dst, c->src, c->n);
-    return NULL;
-}
-double bench_copy_once(char *dst, const char *src, size_t n, int threads) {
-    pthread_t th[256];
-    cpy parts[256];
-    if (threads > 256) threads = 256;
-    size_t per = (n / (size_t)threads + 63) & ~(size_t)63;
-    double t0 = now();
-    int started = 0;
-    for (int i = 0; i < threads; i++) {
-        size_t off = per * (size_t)i;
-        if (off >= n) break;
-        parts[i] = (cpy){dst + off, src + off, off + per > n ? n - off : per};
-        if (i == threads - 1 || pthread_create(&th[i], NULL, cpy_thread, &parts[i]) != 0) cpy_thread(&parts[i]);
-        else started = i + 1;
-    }
-    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
-    return now() - t0;
-}
 
 /* ---- one problem: mode 0, scales, row-layout permutation ---- */
 typedef struct prob {
@@ -89,38 +55,17 @@ typedef struct prob {
     uint64_t ws_size;
 } prob;
 
-void *bench_alloc(size_t n) {
-    void *p = NULL;
-    return aclrtMalloc(&p, n ? n : 1, ACL_MEM_MALLOC_HUGE_FIRST) == ACL_SUCCESS ? p : NULL;
-}
-void bench_free(void *p) {
-    if (p) aclrtFree(p);
-}
 #define dev_alloc bench_alloc
 #define dev_free bench_free
 
-static uint64_t g_rng = 88172645463325252ull;
-static uint32_t rnd(void) {
-    g_rng ^= g_rng << 13, g_rng ^= g_rng >> 7, g_rng ^= g_rng << 17;
-    return (uint32_t)g_rng;
-}
-void bench_permutation(int32_t *idx, int64_t n) {
-    for (int64_t i = 0; i < n; i++) idx[i] = (int32_t)i;
-    for (int64_t i = n - 1; i > 0; i--) {
-        int64_t j = (int64_t)(((uint64_t)rnd() << 32 | rnd()) % (uint64_t)(i + 1));
-        int32_t t = idx[i];
-        idx[i] = idx[j], idx[j] = t;
-    }
-}
-
 static void fill(aclDataType dt, char *p, int64_t n) {
     for (int64_t i = 0; i < n; i++) {
-        float v = (float)((int32_t)rnd() % 2000) / 1024.0f;
+        float v = (float)((int32_t)bench_rand() % 2000) / 1024.0f;
         if (dt == ACL_FLOAT) memcpy(p + i * 4, &v, 4);
         else {
             uint32_t u;
             memcpy(&u, &v, 4);
-            uint16_t h = dt == ACL_BF16 ? (uint16_t)(u >> 16) : (uint16_t)(0x3C00 | (rnd() & 0x3FF));
+            uint16_t h = dt == ACL_BF16 ? (uint16_t)(u >> 16) : (uint16_t)(0x3C00 | (bench_rand() & 0x3FF));
             memcpy(p + i * 2, &h, 2);
         }
     }
@@ -143,7 +88,7 @@ static int prob_make(prob *p, int64_t R, int64_t K, int64_t H, aclDataType dt) {
     p->eidx = dev_alloc(N * 4 + 64);
     if (!p->gy || !p->x || !p->gx || !p->gs || !p->sc || !p->idx || !p->bias || !p->eidx) return -1;
     fill(dt, p->bias, BENCH_EXPERTS * H);
-    for (size_t i = 0; i < N; i++) p->eidx[i] = (int32_t)(rnd() % BENCH_EXPERTS);
+    for (size_t i = 0; i < N; i++) p->eidx[i] = (int32_t)(bench_rand() % BENCH_EXPERTS);
     fill(dt, p->gy, R * H);
     fill(dt, p->x, (int64_t)N * H);
     fill(dt, p->sc, (int64_t)N);
@@ -157,6 +102,18 @@ static void prob_free(prob *p) {
     dev_free(p->bias), dev_free(p->eidx);
     dev_free(p->ws);
     memset(p, 0, sizeof *p);
+}
+
+/* Grows p's workspace to wsz bytes (zeroed) when it is smaller; returns the
+ * seconds that took, for the caller to leave out of its timed span. */
+static double prob_ws(prob *p, uint64_t wsz) {
+    if (wsz <= p->ws_size) return 0;
+    double t1 = now();
+    dev_free(p->ws);
+    p->ws = dev_alloc(wsz);
+    memset(p->ws, 0, wsz);
+    p->ws_size = wsz;
+    return now() - t1;
 }
 
 /* Phase 1 + phase 2 once; seconds, or -1 on a status (printed). hzero runs the
@@ -178,14 +135,7 @@ static double prob_run(prob *p, int hzero) {
     aclOpExecutor *ex = NULL;
     double t0 = now();
     int rc = aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize(tgy, tidx, tx, ts, te, tb, 0, 0, 0, 0, tgx, tgs, &wsz, &ex);
-    if (rc == 0 && wsz > p->ws_size) { /* allocated outside the timed span on the first run */
-        double t1 = now();
-        dev_free(p->ws);
-        p->ws = dev_alloc(wsz);
-        memset(p->ws, 0, wsz);
-        p->ws_size = wsz;
-        t0 += now() - t1;
-    }
+    if (rc == 0) t0 += prob_ws(p, wsz); /* allocated outside the timed span on the first run */
     if (rc == 0) rc = aclnnMoeFinalizeRoutingV2Grad(p->ws, wsz, ex, NULL);
     if (rc == 0) t = now() - t0;
     else fprintf(stderr, "bench: status %d: %s\n", rc, aclGetRecentErrMsg());
@@ -212,14 +162,7 @@ static double prob_run_forward(prob *p) {
     aclOpExecutor *ex = NULL;
     double t0 = now();
     int rc = aclnnMoeFinalizeRoutingV2GetWorkspaceSize(tx, tidx, NULL, NULL, tb, ts, te, 2, tout, &wsz, &ex);
-    if (rc == 0 && wsz > p->ws_size) {
-        double t1 = now();
-        dev_free(p->ws);
-        p->ws = dev_alloc(wsz);
-        memset(p->ws, 0, wsz);
-        p->ws_size = wsz;
-        t0 += now() - t1;
-    }
+    if (rc == 0) t0 += prob_ws(p, wsz);
     if (rc == 0) rc = aclnnMoeFinalizeRoutingV2(p->ws, wsz, ex, NULL);
     if (rc == 0) t = now() - t0;
     else fprintf(stderr, "bench: forward status %d: %s\n", rc, aclGetRecentErrMsg());

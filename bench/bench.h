@@ -1,14 +1,21 @@
-/* bench.h - what bench.c shares with ceiling.c. */
+/* bench.h - the benchmark's entry point (bench.c) and what its files share:
+ * the helpers of util.c and the measurements of ceiling.c, routing.c and gating.c. */
 #ifndef MOEFR_BENCH_BENCH_H_
 #define MOEFR_BENCH_BENCH_H_
 
 #include <stddef.h>
 #include <stdint.h>
 
+/* The whole benchmark, for bench/main.c and `moefr bench` (argv[0] is a program name). */
+int moefr_bench_main(int argc, char **argv);
+
+/* util.c: */
 double bench_now(void);
 /* Buffers as a CANN program gets them: aclrtMalloc with the huge-page hint. */
 void *bench_alloc(size_t n);
 void bench_free(void *p);
+/* The fixed-seed generator (xorshift64) behind bench_permutation and bench.c's inputs. */
+uint32_t bench_rand(void);
 /* idx[0..n) = a random permutation of 0..n-1 (a fixed-seed generator). */
 void bench_permutation(int32_t *idx, int64_t n);
 /* Seconds for a `threads`-thread memcpy of n bytes: the yardstick. */

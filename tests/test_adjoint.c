@@ -6,7 +6,7 @@
 
 #include "aclnnop/aclnn_moe_finalize_routing_v2.h"
 #include "aclnnop/aclnn_moe_finalize_routing_v2_grad.h"
-#include "test_forward_util.h"
+#include "testutil.h"
 
 /* Error budget. F* rounds every output once to fp32 (relative error <= 2^-24
  * = U) after exact-or-fp64 arithmetic (the fp64 sums add at most n * 2^-53

@@ -15,7 +15,7 @@ static const aclDataType ACL_DT[3] = {ACL_FLOAT, ACL_FLOAT16, ACL_BF16};
 
 /* A value exact in dt, with mixed signs and magnitudes (and now and then a 0). */
 static uint32_t draw(ref_dt dt) {
-    double v = tu_chance(3) ? 0.0 : ldexp(tu_unit() + 0.5, (int)tu_range(-6, 4)) * (tu_chance(50) ? -1 : 1);
+    double v = tu_chance(3) ? 0.0 : ldexp(tu_unit() + 0.5, (int)tu_int(-6, 4)) * (tu_chance(50) ? -1 : 1);
     return ref_round(dt, v);
 }
 
@@ -59,7 +59,7 @@ static void make_index(const cfg *c, int64_t D0, int32_t *idx) {
             idx[i] = idx[j], idx[j] = t;
         }
     } else if (strcmp(c->style, "st") == 0) { /* system tests: uniform in [-1, E*C) */
-        for (int64_t i = 0; i < N; i++) idx[i] = (int32_t)tu_range(-1, D0 - 1);
+        for (int64_t i = 0; i < N; i++) idx[i] = (int32_t)tu_int(-1, D0 - 1);
     } else if (strcmp(c->style, "ut") == 0) { /* UT data: from [0, activeNum) with replacement */
         for (int64_t i = 0; i < N; i++) idx[i] = (int32_t)tu_below(D0);
     } else { /* "anomalies": a permutation of [0, N), then a few odd values */
@@ -184,7 +184,7 @@ int main(void) {
     for (size_t s = 0; s < sizeof ST / sizeof ST[0]; s++)
         for (int dt = 0; dt < 3; dt++) {
             if (light && dt > 0) continue;
-            cfg c = {"st", 1, tu_range(20, 70), ST[s][0], ST[s][3], ST[s][1], ST[s][2], 0, ST[s][1],
+            cfg c = {"st", 1, tu_int(20, 70), ST[s][0], ST[s][3], ST[s][1], ST[s][2], 0, ST[s][1],
                      dt == 0 ? REF_F16 : dt == 1 ? REF_BF16 : REF_F32, REF_F16, (int)(s % 2)};
             c.sdt = c.dt;
             run(&c);
@@ -193,28 +193,28 @@ int main(void) {
     static const ref_dt DTS[3] = {REF_F32, REF_F16, REF_BF16};
     for (int dt = 0; dt < 3; dt++)
         for (int b = 0; b < 2; b++) {
-            const int64_t R = tu_range(9, 40), K = (int64_t[]){1, 4, 8}[tu_below(3)];
-            cfg c = {"golden", 0, R, K, (int64_t[]){515, 1083, 37}[tu_below(3)], 0, 0, tu_range(1, R * K), 4,
+            const int64_t R = tu_int(9, 40), K = (int64_t[]){1, 4, 8}[tu_below(3)];
+            cfg c = {"golden", 0, R, K, (int64_t[]){515, 1083, 37}[tu_below(3)], 0, 0, tu_int(1, R * K), 4,
                      DTS[dt], DTS[(dt + b) % 3], b};
             run(&c);
-            cfg d = {"golden", 1, R, K, tu_range(7, 129), tu_range(1, 9), tu_range(1, 40), 0, 0, DTS[dt], DTS[dt], b};
+            cfg d = {"golden", 1, R, K, tu_int(7, 129), tu_int(1, 9), tu_int(1, 40), 0, 0, DTS[dt], DTS[dt], b};
             d.bias_rows = d.E;
             run(&d);
             if (light) break;
         }
     /* UT data: mode 0 with activeNum, draws from [0, activeNum) with replacement */
     for (int dt = 0; dt < 3; dt++) {
-        const int64_t R = tu_range(9, 40), K = 8;
-        cfg c = {"ut", 0, R, K, 515, 0, 0, tu_range(1, R * K - 1), 3, DTS[dt], DTS[dt], 1};
+        const int64_t R = tu_int(9, 40), K = 8;
+        cfg c = {"ut", 0, R, K, 515, 0, 0, tu_int(1, R * K - 1), 3, DTS[dt], DTS[dt], 1};
         run(&c);
     }
     /* permutations with a few values out of range or repeated, both modes */
     for (int dt = 0; dt < 3; dt++)
         for (int mode = 0; mode < 2; mode++) {
-            const int64_t R = tu_range(9, 40), K = (int64_t[]){2, 16, 33}[tu_below(3)];
+            const int64_t R = tu_int(9, 40), K = (int64_t[]){2, 16, 33}[tu_below(3)];
             cfg c = {"anomalies", mode, R, K, (int64_t[]){1, 7, 515, 1083}[tu_below(4)], 0, 0, 0, 5, DTS[dt],
                      DTS[(dt + 1) % 3], mode};
-            if (mode == 1) c.E = tu_range(1, 8), c.C = R * K / c.E + 1, c.bias_rows = c.E;
+            if (mode == 1) c.E = tu_int(1, 8), c.C = R * K / c.E + 1, c.bias_rows = c.E;
             run(&c);
         }
     CHECK_RC(aclFinalize(), ACL_SUCCESS);

@@ -5,26 +5,12 @@
  * output; every phase-1 rule with its code and message; unsorted and
  * out-of-range ids rejected in phase 2 with out untouched. */
 #include "aclnnop/aclnn_moe_compute_expert_tokens.h"
-#include "routing_util.h"
+#define TU_COUNT_FAILURES /* CHECK counts and goes on */
+#include "testutil.h"
 
 #define OP "aclnnMoeComputeExpertTokens: "
-static int g_fail, g_cases, g_checks;
 
-#define CHECK(cond, ...)                                \
-    do {                                                \
-        g_checks++;                                     \
-        if (!(cond)) {                                  \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                        \
-            printf("\n");                               \
-            g_fail++;                                   \
-        }                                               \
-    } while (0)
-
-static aclTensor *mk1(int64_t n, aclDataType dt, void *data) {
-    int64_t d[1] = {n};
-    return aclCreateTensor(d, 1, dt, NULL, 0, ACL_FORMAT_ND, d, 1, data);
-}
+static aclTensor *mk1(int64_t n, aclDataType dt, void *data) { return tu_mk(1, n, 1, 1, dt, data); }
 
 /* Runs both phases; returns the status (phase 1's if it failed). */
 static aclnnStatus run(const aclTensor *s, int64_t E, const aclTensor *o, uint64_t *wsz) {
@@ -41,14 +27,14 @@ static void random_case(int64_t n, int64_t E) {
     int32_t *ids = malloc(sizeof *ids * (size_t)(n + 1));
     int64_t v = 0;
     for (int64_t i = 0; i < n; i++) {
-        if (ru_int(0, 2) == 0) v += ru_int(0, 3);
+        if (tu_int(0, 2) == 0) v += tu_int(0, 3);
         if (v >= E) v = E - 1;
         ids[i] = (int32_t)v;
     }
-    const int64_t extra = ru_int(0, 3), stride = ru_int(1, 3), off = ru_int(0, 2);
-    ru_view sv = ru_make_view(ids, 1, n, 1, ACL_INT32, 4, off, stride, 0);
+    const int64_t extra = tu_int(0, 3), stride = tu_int(1, 3), off = tu_int(0, 2);
+    tu_owned sv = tu_make_view(ids, 1, n, 1, ACL_INT32, 4, off, stride, 0);
     const size_t ob = (size_t)(E + extra) * 4;
-    unsigned char *out = ru_poisoned(ob);
+    unsigned char *out = tu_poisoned(ob);
     aclTensor *to = mk1(E + extra, ACL_INT32, out);
     uint64_t ws = 0;
     aclnnStatus rc = run(sv.t, E, to, &ws);
@@ -65,7 +51,7 @@ static void random_case(int64_t n, int64_t E) {
             bad = 1;
         }
     }
-    if (!bad && !ru_all_poison(out + E * 4, (size_t)extra * 4 + RU_GUARD)) {
+    if (!bad && !tu_all_poison(out + E * 4, (size_t)extra * 4 + TU_GUARD)) {
         printf("FAIL n=%lld E=%lld: out written past numExperts\n", (long long)n, (long long)E);
         bad = 1;
     }
@@ -80,7 +66,7 @@ static void validation(void) {
     int32_t ids[6] = {0, 0, 1, 1, 2, 2}, out[8];
     aclTensor *ts = mk1(6, ACL_INT32, ids), *to = mk1(3, ACL_INT32, out);
     uint64_t ws = 5;
-    memset(out, RU_POISON, sizeof out);
+    memset(out, TU_POISON, sizeof out);
     CHECK(run(ts, 3, to, &ws) == ACLNN_SUCCESS && out[0] == 2 && out[1] == 4 && out[2] == 6 && ws == 0,
           "CANN's example: %d %d %d", out[0], out[1], out[2]);
     aclOpExecutor *e = NULL;
@@ -140,7 +126,7 @@ static void validation(void) {
     }
     /* no ids: every count is 0 */
     aclTensor *s0 = mk1(0, ACL_INT32, ids);
-    memset(out, RU_POISON, sizeof out);
+    memset(out, TU_POISON, sizeof out);
     CHECK(run(s0, 3, to, &ws) == ACLNN_SUCCESS && out[0] == 0 && out[1] == 0 && out[2] == 0, "no ids");
     /* phase 2: unsorted or out of range, out untouched */
     struct {
@@ -151,20 +137,20 @@ static void validation(void) {
                {{-1, 0, 1, 1, 2, 2}, OP "sortedExperts[0] = -1 is out of range [0, 3)"}};
     for (size_t b = 0; b < sizeof bad / sizeof *bad; b++) {
         memcpy(ids, bad[b].v, sizeof ids);
-        memset(out, RU_POISON, sizeof out);
+        memset(out, TU_POISON, sizeof out);
         aclnnStatus rc = run(ts, 3, to, &ws);
         const char *m = aclGetRecentErrMsg();
         CHECK(rc == IV && m && strcmp(m, bad[b].msg) == 0, "bad %zu: %d '%s'", b, rc, m ? m : "");
-        CHECK(ru_all_poison((unsigned char *)out, sizeof out), "bad %zu: out written", b);
+        CHECK(tu_all_poison((unsigned char *)out, sizeof out), "bad %zu: out written", b);
     }
     aclTensor *all[] = {ts, to, sf, s64, of, o0, s2d, o2d, ost, snz, s0};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) aclDestroyTensor(all[i]);
 }
 
 int main(void) {
-    ru_seed("test_compute_expert_tokens");
+    tu_seed("test_compute_expert_tokens");
     validation();
-    for (int i = 0; i < 200; i++) random_case(ru_int(0, i < 190 ? 300 : 20000), ru_int(1, i % 3 ? 40 : 2048));
+    for (int i = 0; i < 200; i++) random_case(tu_int(0, i < 190 ? 300 : 20000), tu_int(1, i % 3 ? 40 : 2048));
     printf("test_compute_expert_tokens: %d random cases, %d validation checks, %d failed\n", g_cases, g_checks, g_fail);
     return g_fail != 0;
 }

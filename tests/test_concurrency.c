@@ -33,11 +33,11 @@ static uint16_t bf16_of(int v) {
 static aclTensor *bf16_tensor(const int64_t *dims, int nd, void *data) { return tu_tensor(dims, nd, ACL_BF16, data); }
 
 static void make_inputs(void) {
-    for (int i = 0; i < R * H; i++) g_gy[i] = bf16_of((int)tu_range(-127, 127));
-    for (int i = 0; i < E * C * H; i++) g_x[i] = bf16_of((int)tu_range(-127, 127));
-    for (int i = 0; i < E * H; i++) g_b[i] = bf16_of((int)tu_range(-127, 127));
+    for (int i = 0; i < R * H; i++) g_gy[i] = bf16_of((int)tu_int(-127, 127));
+    for (int i = 0; i < E * C * H; i++) g_x[i] = bf16_of((int)tu_int(-127, 127));
+    for (int i = 0; i < E * H; i++) g_b[i] = bf16_of((int)tu_int(-127, 127));
     for (int i = 0; i < N; i++) {
-        g_s[i] = bf16_of((int)tu_range(-16, 16));
+        g_s[i] = bf16_of((int)tu_int(-16, 16));
         g_ei[i] = (int32_t)tu_below(E);
         g_idx[0][i] = i;
         g_idx[1][i] = tu_chance(15) ? -1 : i; /* N < E*C: distinct slots */

@@ -20,14 +20,14 @@ typedef struct prob {
 
 static void randomize(prob *p) {
     for (int r = 0; r < R; r++)
-        for (int j = 0; j < H; j++) p->gy[r][j] = (float)tu_range(-9, 9);
+        for (int j = 0; j < H; j++) p->gy[r][j] = (float)tu_int(-9, 9);
     for (int i = 0; i < N; i++)
-        for (int j = 0; j < H; j++) p->x[i][j] = (float)tu_range(-9, 9);
+        for (int j = 0; j < H; j++) p->x[i][j] = (float)tu_int(-9, 9);
     for (int e = 0; e < E; e++)
-        for (int j = 0; j < H; j++) p->bias[e][j] = (float)tu_range(-9, 9);
+        for (int j = 0; j < H; j++) p->bias[e][j] = (float)tu_int(-9, 9);
     for (int r = 0; r < R; r++)
         for (int k = 0; k < K; k++) {
-            p->s[r][k] = (float)tu_range(-4, 4) / 2;
+            p->s[r][k] = (float)tu_int(-4, 4) / 2;
             p->ei[r][k] = (int32_t)tu_below(E);
         }
     for (int i = 0; i < N; i++) p->idx[i] = i;

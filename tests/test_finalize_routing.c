@@ -17,25 +17,14 @@
 #include "aclnnop/aclnn_moe_finalize_routing.h"
 #include "aclnnop/aclnn_moe_finalize_routing_v2.h"
 #include "fwd_ref.h"
-#include "routing_util.h"
+#define TU_COUNT_FAILURES /* CHECK counts and goes on */
+#include "testutil.h"
 
 #define OP "aclnnMoeFinalizeRouting: "
-static int g_fail, g_cases, g_checks, g_strict, g_v2_compared;
-
-#define CHECK(cond, ...)                                \
-    do {                                                \
-        g_checks++;                                     \
-        if (!(cond)) {                                  \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                        \
-            printf("\n");                               \
-            g_fail++;                                   \
-        }                                               \
-    } while (0)
+static int g_strict, g_v2_compared;
 
 static aclTensor *mk(int nd, int64_t d0, int64_t d1, aclDataType dt, void *data) {
-    int64_t dims[2] = {d0, d1};
-    return aclCreateTensor(dims, (uint64_t)nd, dt, NULL, 0, ACL_FORMAT_ND, dims, (uint64_t)nd, data);
+    return tu_mk(nd, d0, d1, 1, dt, data);
 }
 
 typedef struct fcall {
@@ -53,7 +42,7 @@ static aclnnStatus run_v1(const fcall *c, int *phase) {
     if (rc != ACLNN_SUCCESS) return rc;
     *phase = 2;
     unsigned char *ws = wsz ? malloc(wsz) : NULL;
-    if (ws) memset(ws, RU_POISON, wsz);
+    if (ws) memset(ws, TU_POISON, wsz);
     rc = aclnnMoeFinalizeRouting(ws, wsz, e, NULL);
     free(ws);
     return rc;
@@ -77,8 +66,8 @@ static unsigned char *rand_vals(int dt, int64_t n) {
     const size_t es = fr_size(dt);
     unsigned char *p = malloc((size_t)n * es + 1);
     for (int64_t i = 0; i < n; i++) {
-        double v = ((double)(ru_next() >> 11) * 0x1p-53 - 0.5) * 8.0;
-        if (ru_int(0, 40) == 0) v = ru_int(0, 1) ? -0.0 : 0.0;
+        double v = ((double)(tu_next() >> 11) * 0x1p-53 - 0.5) * 8.0;
+        if (tu_int(0, 40) == 0) v = tu_int(0, 1) ? -0.0 : 0.0;
         const uint32_t b = fr_round(dt, v);
         if (es == 4) memcpy(p + i * 4, &b, 4);
         else {
@@ -90,40 +79,40 @@ static unsigned char *rand_vals(int dt, int64_t n) {
 }
 
 /* A strided view of a d0 x d1 (or d0) array: rows padded, sometimes every other element, an offset. */
-static ru_view view(const void *src, int nd, int64_t d0, int64_t d1, aclDataType dt, size_t es) {
-    const int64_t s1 = nd == 2 && ru_int(0, 3) == 0 ? 2 : 1;
-    const int64_t s0 = nd == 2 ? d1 * s1 + ru_int(0, 3) : ru_int(1, 2);
-    return ru_make_view(src, nd, d0, d1, dt, es, ru_int(0, 5), s0, s1);
+static tu_owned view(const void *src, int nd, int64_t d0, int64_t d1, aclDataType dt, size_t es) {
+    const int64_t s1 = nd == 2 && tu_int(0, 3) == 0 ? 2 : 1;
+    const int64_t s0 = nd == 2 ? d1 * s1 + tu_int(0, 3) : tu_int(1, 2);
+    return tu_make_view(src, nd, d0, d1, dt, es, tu_int(0, 5), s0, s1);
 }
 
 static void run_case(int big) {
-    const int dt = DT[ru_int(0, 2)];
+    const int dt = DT[tu_int(0, 2)];
     const size_t es = fr_size(dt);
-    const int64_t R = big ? ru_int(700, 900) : ru_int(0, 29);
-    const int64_t K = big ? 4 : (ru_int(0, 9) == 0 ? ru_int(33, 45) : ru_int(1, 9));
-    const int64_t H = big ? ru_int(120, 140) : ru_int(ru_int(0, 12) == 0 ? 0 : 1, 41);
-    const int64_t E = ru_int(1, 9), N = R * K, D0 = N + (ru_int(0, 2) == 0 ? ru_int(1, 3) : 0);
-    const bool has_x2 = ru_int(0, 1);
-    const int repeats = ru_int(0, 3) == 0;
+    const int64_t R = big ? tu_int(700, 900) : tu_int(0, 29);
+    const int64_t K = big ? 4 : (tu_int(0, 9) == 0 ? tu_int(33, 45) : tu_int(1, 9));
+    const int64_t H = big ? tu_int(120, 140) : tu_int(tu_int(0, 12) == 0 ? 0 : 1, 41);
+    const int64_t E = tu_int(1, 9), N = R * K, D0 = N + (tu_int(0, 2) == 0 ? tu_int(1, 3) : 0);
+    const bool has_x2 = tu_int(0, 1);
+    const int repeats = tu_int(0, 3) == 0;
     unsigned char *x = rand_vals(dt, D0 * H), *x1 = rand_vals(dt, R * H), *x2 = rand_vals(dt, R * H),
                   *bias = rand_vals(dt, E * H), *sc = rand_vals(dt, R * K);
     int32_t *idx = malloc(sizeof *idx * (size_t)(D0 + 1)), *ei = malloc(sizeof *ei * (size_t)(N + 1));
     for (int64_t i = 0; i < D0; i++) idx[i] = (int32_t)i;
     for (int64_t i = D0 - 1; i > 0; i--) { /* a permutation of the expandedX rows */
-        const int64_t s = ru_int(0, i);
+        const int64_t s = tu_int(0, i);
         const int32_t t = idx[i];
         idx[i] = idx[s], idx[s] = t;
     }
     if (repeats)
         for (int64_t i = 0; i < D0; i++)
-            if (ru_int(0, 2) == 0) idx[i] = (int32_t)ru_int(0, D0 - 1);
-    for (int64_t i = 0; i < N; i++) ei[i] = (int32_t)ru_int(0, E - 1);
+            if (tu_int(0, 2) == 0) idx[i] = (int32_t)tu_int(0, D0 - 1);
+    for (int64_t i = 0; i < N; i++) ei[i] = (int32_t)tu_int(0, E - 1);
     const aclDataType adt = (aclDataType)dt;
-    ru_view vx = view(x, 2, D0, H, adt, es), vx1 = view(x1, 2, R, H, adt, es), vx2 = view(x2, 2, R, H, adt, es),
+    tu_owned vx = view(x, 2, D0, H, adt, es), vx1 = view(x1, 2, R, H, adt, es), vx2 = view(x2, 2, R, H, adt, es),
             vb = view(bias, 2, E, H, adt, es), vs = view(sc, 2, R, K, adt, es),
             vi = view(idx, 1, D0, 1, ACL_INT32, 4), ve = view(ei, 2, R, K, ACL_INT32, 4);
     const size_t ob = (size_t)(R * H) * es;
-    unsigned char *out = ru_poisoned(ob), *out2 = ru_poisoned(ob);
+    unsigned char *out = tu_poisoned(ob), *out2 = tu_poisoned(ob);
     aclTensor *to = mk(2, R, H, adt, out), *to2 = mk(2, R, H, adt, out2);
     fcall c = {vx.t, vx1.t, has_x2 ? vx2.t : NULL, vb.t, vs.t, vi.t, ve.t, to, 0, 0};
     int phase;
@@ -140,7 +129,7 @@ static void run_case(int big) {
     }
     int bad = 0;
     if (strict_bad) {
-        if (!(phase == 2 && rc == ACLNN_ERR_PARAM_INVALID && ru_all_poison(out, ob + RU_GUARD)))
+        if (!(phase == 2 && rc == ACLNN_ERR_PARAM_INVALID && tu_all_poison(out, ob + TU_GUARD)))
             printf("FAIL %s: strict: phase %d status %d, or out written\n", what, phase, rc), bad = 1;
     } else if (rc != ACLNN_SUCCESS) {
         printf("FAIL %s: phase %d = %d (%s)\n", what, phase, rc, aclGetRecentErrMsg()), bad = 1;
@@ -159,7 +148,7 @@ static void run_case(int big) {
                     bad = 1;
         }
         free(want);
-        if (!ru_guard_ok(out, ob)) printf("FAIL %s: written past out\n", what), bad = 1;
+        if (!tu_guard_ok(out, ob)) printf("FAIL %s: written past out\n", what), bad = 1;
         /* V2 with dropPadMode 0 on the same tensors: the same bits (V2 also
          * asks E >= K, which V1 does not, and takes R from the index length) */
         if (E >= K && D0 == N) {
@@ -171,7 +160,7 @@ static void run_case(int big) {
     }
     g_cases++;
     g_fail += bad;
-    ru_view all[] = {vx, vx1, vx2, vb, vs, vi, ve};
+    tu_owned all[] = {vx, vx1, vx2, vb, vs, vi, ve};
     for (int i = 0; i < 7; i++) aclDestroyTensor(all[i].t), free(all[i].store);
     aclDestroyTensor(to), aclDestroyTensor(to2);
     free(x), free(x1), free(x2), free(bias), free(sc), free(idx), free(ei), free(out), free(out2);
@@ -230,7 +219,7 @@ static void expect(fcall c, aclnnStatus want, const char *msg, int line) {
     aclnnStatus rc = aclnnMoeFinalizeRoutingGetWorkspaceSize(c.x, c.x1, c.x2, c.bias, c.sc, c.idx, c.ei, c.out,
                                                              c.null_ws ? NULL : &ws, c.null_ex ? NULL : &e);
     g_checks++;
-    g_fail += ru_phase1_bad(rc, e, want, msg, line);
+    g_fail += tu_phase1_bad(rc, e, want, msg, line);
 }
 #define EXPECT(c, want, msg) expect(c, want, msg, __LINE__)
 
@@ -331,14 +320,14 @@ static void validation(void) {
         vprob q;
         vinit(&q);
         (bad[b].which ? q.ei : q.idx)[bad[b].pos] = bad[b].v;
-        memset(q.out, RU_POISON, sizeof q.out);
+        memset(q.out, TU_POISON, sizeof q.out);
         fcall d = vdefault(&q);
         int phase;
         aclnnStatus rc = run_v1(&d, &phase);
         const char *m = aclGetRecentErrMsg();
         CHECK(phase == 2 && rc == IV && m && strcmp(m, bad[b].msg) == 0, "bad value %zu: phase %d %d '%s'", b, phase,
               rc, m ? m : "");
-        CHECK(ru_all_poison((unsigned char *)q.out, sizeof q.out), "bad value %zu: out written", b);
+        CHECK(tu_all_poison((unsigned char *)q.out, sizeof q.out), "bad value %zu: out written", b);
         vfree(&q);
     }
     /* a row named twice: read twice (fine), or 161002 under MOEFR_STRICT=1 */
@@ -346,11 +335,11 @@ static void validation(void) {
         vprob q;
         vinit(&q);
         q.idx[5] = q.idx[0];
-        memset(q.out, RU_POISON, sizeof q.out);
+        memset(q.out, TU_POISON, sizeof q.out);
         fcall d = vdefault(&q);
         int phase;
         aclnnStatus rc = run_v1(&d, &phase);
-        if (g_strict) CHECK(rc == IV && ru_all_poison((unsigned char *)q.out, sizeof q.out), "strict repeat: %d", rc);
+        if (g_strict) CHECK(rc == IV && tu_all_poison((unsigned char *)q.out, sizeof q.out), "strict repeat: %d", rc);
         else CHECK(rc == ACLNN_SUCCESS, "repeat: %d (%s)", rc, aclGetRecentErrMsg());
         vfree(&q);
     }
@@ -418,7 +407,7 @@ static void repeatable(void) {
 
 int main(int argc, char **argv) {
     g_strict = argc > 1 && strcmp(argv[1], "--strict") == 0;
-    ru_seed("test_finalize_routing");
+    tu_seed("test_finalize_routing");
     cann_example();
     validation();
     repeatable();

@@ -4,7 +4,7 @@
 #include <math.h>
 
 #include "aclnnop/aclnn_moe_finalize_routing_v2.h"
-#include "test_forward_util.h"
+#include "testutil.h"
 
 static const int DTYPES[3] = {FR_F32, FR_F16, FR_BF16};
 static const char *dname(int dt) { return dt == FR_F32 ? "f32" : dt == FR_F16 ? "f16" : "bf16"; }
@@ -66,9 +66,9 @@ static int run_case(const spec *c) {
 
     int64_t dx2[2] = {D, H}, dx3[3] = {c->E, c->C, H}, drh[2] = {R, H}, db[2] = {c->Eb, H}, dn[1] = {N},
             drk[2] = {R, K};
-    tu_tensor tx = drop ? tu_view(dt, 3, dx3, x, c->kind[0]) : tu_view(dt, 2, dx2, x, c->kind[0]);
-    tu_tensor tidx = tu_view(3, 1, dn, idx, c->kind[1] == TU_COLMAJOR ? TU_STRIDED : c->kind[1]);
-    tu_tensor tx1 = {0}, tx2 = {0}, tb = {0}, ts = {0}, te = {0};
+    tu_owned tx = drop ? tu_view(dt, 3, dx3, x, c->kind[0]) : tu_view(dt, 2, dx2, x, c->kind[0]);
+    tu_owned tidx = tu_view(3, 1, dn, idx, c->kind[1] == TU_COLMAJOR ? TU_STRIDED : c->kind[1]);
+    tu_owned tx1 = {0}, tx2 = {0}, tb = {0}, ts = {0}, te = {0};
     if (c->x12) tx1 = tu_view(dt, 2, drh, x1, c->kind[2]);
     if (c->x12 == 2) tx2 = tu_view(dt, 2, drh, x2, c->kind[3]);
     if (c->bias) tb = tu_view(dt, 2, db, bias, c->kind[4]);

@@ -8,7 +8,7 @@
 
 #include "cpu/cpu.h"
 #include "kernels/forward.h"
-#include "test_forward_util.h"
+#include "testutil.h"
 
 static const int ACL_OF[3] = {FR_F32, FR_F16, FR_BF16}; /* mf_dt order */
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "aclnnop/aclnn_moe_finalize_routing_v2.h"
-#include "test_forward_util.h"
+#include "testutil.h"
 
 #define OP "aclnnMoeFinalizeRoutingV2: "
 static int g_fail, g_checks;

@@ -11,7 +11,7 @@
 #include <math.h>
 
 #include "aclnnop/aclnn_moe_finalize_routing_v2.h"
-#include "test_forward_util.h"
+#include "testutil.h"
 
 static int g_fail, g_cases, g_hand;
 static long g_elems, g_fp32_groups, g_fp64_groups;
@@ -49,8 +49,8 @@ static unsigned char *run(const pb *c, const void *hand) {
     const size_t es = fr_size(dt), ob = (size_t)(R * H) * es, guard = 64;
     int64_t dx2[2] = {p->D, H}, dx3[3] = {c->E, c->C, H}, drh[2] = {R, H}, db[2] = {p->Eb, H}, dn[1] = {N},
             drk[2] = {R, K};
-    tu_tensor tx = drop ? tu_view(dt, 3, dx3, p->x, TU_DENSE) : tu_view(dt, 2, dx2, p->x, TU_DENSE);
-    tu_tensor ti = tu_view(3, 1, dn, p->idx, TU_DENSE), t1 = {0}, t2 = {0}, tb = {0}, ts = {0}, te = {0};
+    tu_owned tx = drop ? tu_view(dt, 3, dx3, p->x, TU_DENSE) : tu_view(dt, 2, dx2, p->x, TU_DENSE);
+    tu_owned ti = tu_view(3, 1, dn, p->idx, TU_DENSE), t1 = {0}, t2 = {0}, tb = {0}, ts = {0}, te = {0};
     if (p->x1) t1 = tu_view(dt, 2, drh, p->x1, TU_DENSE);
     if (p->x2) t2 = tu_view(dt, 2, drh, p->x2, TU_DENSE);
     if (p->bias) tb = tu_view(dt, 2, db, p->bias, TU_DENSE), te = tu_view(3, 2, drk, p->eidx, TU_DENSE);

@@ -32,21 +32,12 @@
 
 #include "aclnnop/aclnn_moe_gating_top_k_softmax.h"
 #include "aclnnop/aclnn_moe_gating_top_k_softmax_v2.h"
-#include "routing_util.h"
+#define TU_COUNT_FAILURES /* CHECK counts and goes on */
+#include "testutil.h"
 
-static int g_fail, g_cases, g_a2;
+static int g_a2;
 static double g_max_err, g_max_err256; /* in 2^-24 relative units, fp32 outputs (all; logits spanning <= 16) */
 static double g_cur_D;                 /* the logit spread of the row being checked */
-
-#define CHECK(cond, ...)                                \
-    do {                                                \
-        if (!(cond)) {                                  \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                        \
-            printf("\n");                               \
-            g_fail++;                                   \
-        }                                               \
-    } while (0)
 
 /* ---- dtype helpers (independent of src/kernels/fp.h) ---- */
 static size_t esize(aclDataType dt) { return dt == ACL_FLOAT ? 4 : 2; }
@@ -111,36 +102,14 @@ static double ulp_out(double ref, aclDataType dt) {
 }
 
 /* ---- tensors with any strides over a padded storage ---- */
-typedef struct view {
-    aclTensor *t;
-    unsigned char *store;
-} view;
-/* src: contiguous logical values (es bytes each) of dims[0..nd); strides in elements */
+typedef tu_owned view;
+/* src: contiguous logical values (es bytes each) of dims[0..nd); strides in elements; a NaN-ish filler
+ * (0x7F bytes) between elements */
 static view make_view(const void *src, int nd, const int64_t *dims, const int64_t *strides, int64_t off,
                       aclDataType dt, size_t es) {
-    view v;
-    int64_t span = off + 1, n = 1;
-    for (int d = 0; d < nd; d++) {
-        n *= dims[d];
-        if (dims[d] > 0) span += (dims[d] - 1) * strides[d];
-    }
-    v.store = malloc((size_t)span * es + 8);
-    memset(v.store, 0x7F, (size_t)span * es + 8); /* NaN-ish filler between elements */
-    for (int64_t i = 0; i < n; i++) {
-        int64_t rem = i, at = off;
-        for (int d = nd - 1; d >= 0; d--) {
-            at += (rem % dims[d]) * strides[d];
-            rem /= dims[d];
-        }
-        memcpy(v.store + at * (int64_t)es, (const char *)src + i * (int64_t)es, es);
-    }
-    int64_t sd[1] = {span};
-    v.t = aclCreateTensor(dims, (uint64_t)nd, dt, strides, off, ACL_FORMAT_ND, sd, 1, v.store);
-    return v;
+    return tu_strided(src, nd, dims, strides, off, tu_span(nd, dims, strides, off), dt, es, 0x7F, 8);
 }
-static aclTensor *mk(int nd, const int64_t *dims, aclDataType dt, void *data) {
-    return aclCreateTensor(dims, (uint64_t)nd, dt, NULL, 0, ACL_FORMAT_ND, dims, (uint64_t)nd, data);
-}
+static aclTensor *mk(int nd, const int64_t *dims, aclDataType dt, void *data) { return tu_tensor(dims, nd, dt, data); }
 
 /* ---- the oracle ---- */
 typedef struct pv {
@@ -204,11 +173,11 @@ static aclnnStatus run_case(const gcase *c, const double *xv, const unsigned cha
         xd[0] = c->B, xd[1] = c->S, xd[2] = E;
     }
     /* strides: contiguous, or a padded row and a column step of 1..2 */
-    int64_t cs = c->strided ? ru_int(1, 2) : 1, rs = E * cs + (c->strided ? ru_int(0, 5) : 0);
+    int64_t cs = c->strided ? tu_int(1, 2) : 1, rs = E * cs + (c->strided ? tu_int(0, 5) : 0);
     xs[nd - 1] = cs;
     xs[nd - 2] = rs;
-    if (nd == 3) xs[0] = rs * c->S + (c->strided ? ru_int(0, 3) : 0);
-    view xv_ = make_view(xb, nd, xd, xs, c->strided ? ru_int(0, 3) : 0, c->dt, es);
+    if (nd == 3) xs[0] = rs * c->S + (c->strided ? tu_int(0, 3) : 0);
+    view xv_ = make_view(xb, nd, xd, xs, c->strided ? tu_int(0, 3) : 0, c->dt, es);
     memcpy(od, xd, sizeof od);
     od[nd - 1] = k;
     memcpy(sd, xd, sizeof sd);
@@ -245,9 +214,9 @@ static aclnnStatus run_case(const gcase *c, const double *xv, const unsigned cha
 
 static double gen_logit(int mode, aclDataType dt) {
     switch (mode) {
-    case M_GRID: return (double)ru_int(-16, 16) / 4.0; /* exact in every dtype */
-    case M_CONT: return round_to((double)(int64_t)(ru_next() >> 11) * 0x1p-53 * 16 - 8, dt);
-    case M_WIDE: return round_to((double)(int64_t)(ru_next() >> 11) * 0x1p-53 * 240 - 120, dt);
+    case M_GRID: return (double)tu_int(-16, 16) / 4.0; /* exact in every dtype */
+    case M_CONT: return round_to((double)(int64_t)(tu_next() >> 11) * 0x1p-53 * 16 - 8, dt);
+    case M_WIDE: return round_to((double)(int64_t)(tu_next() >> 11) * 0x1p-53 * 240 - 120, dt);
     default: return 0.5;
     }
 }
@@ -262,11 +231,11 @@ static void check_case(const gcase *c) {
     for (int64_t i = 0; i < R * E; i++) x[i] = gen_logit(c->mode, c->dt);
     if (c->mode == M_GRID && R > 0 && E > 3) /* one row of all-equal logits */
         for (int64_t j = 0; j < E; j++) x[(R / 2) * E + j] = 1.25;
-    for (int64_t r = 0; r < R; r++) fin[r] = c->finished && ru_int(0, 2) == 0;
+    for (int64_t r = 0; r < R; r++) fin[r] = c->finished && tu_int(0, 2) == 0;
     const size_t yb = (size_t)(R * k) * es, ib = (size_t)(R * k) * 4, sb = (size_t)(R * E) * 4;
     const int want_sm = c->v2 && c->renorm == 0 && c->smflag;
-    unsigned char *y = ru_poisoned(yb), *eb = ru_poisoned(ib), *rb = c->v2 ? NULL : ru_poisoned(ib);
-    unsigned char *smb = (c->v2 && c->smflag) ? ru_poisoned(sb) : NULL;
+    unsigned char *y = tu_poisoned(yb), *eb = tu_poisoned(ib), *rb = c->v2 ? NULL : tu_poisoned(ib);
+    unsigned char *smb = (c->v2 && c->smflag) ? tu_poisoned(sb) : NULL;
     char tag[160];
     snprintf(tag, sizeof tag, "%s renorm=%d sm=%d dt=%d nd=%d B=%lld S=%lld E=%lld k=%lld mode=%d fin=%d str=%d",
              c->v2 ? "V2" : "V1", c->renorm, c->smflag, (int)c->dt, c->nd, (long long)c->B, (long long)c->S,
@@ -274,9 +243,9 @@ static void check_case(const gcase *c) {
     aclnnStatus rc = run_case(c, x, fin, y, (int32_t *)eb, (int32_t *)rb, (float *)smb, NULL);
     int bad0 = g_fail;
     CHECK(rc == ACLNN_SUCCESS, "%s: status %d (%s)", tag, rc, aclGetRecentErrMsg());
-    CHECK(ru_guard_ok(y, yb) && ru_guard_ok(eb, ib) && (!rb || ru_guard_ok(rb, ib)) && (!smb || ru_guard_ok(smb, sb)),
+    CHECK(tu_guard_ok(y, yb) && tu_guard_ok(eb, ib) && (!rb || tu_guard_ok(rb, ib)) && (!smb || tu_guard_ok(smb, sb)),
           "%s: an output written past its end", tag);
-    if (smb && !want_sm) CHECK(ru_all_poison(smb, sb), "%s: softmax output written though not asked for", tag);
+    if (smb && !want_sm) CHECK(tu_all_poison(smb, sb), "%s: softmax output written though not asked for", tag);
     for (int64_t r = 0; r < R && g_fail == bad0 && rc == ACLNN_SUCCESS; r++) {
         const double *xr = x + r * E;
         const double D = spread(xr, E);
@@ -375,22 +344,22 @@ static void random_cases(void) {
         gcase c;
         memset(&c, 0, sizeof c);
         c.v2 = it % 2;
-        c.renorm = c.v2 ? ru_int(0, 1) : 0;
-        c.smflag = c.v2 ? ru_int(0, 1) : 0;
-        c.dt = DTS[ru_int(0, 2)];
-        c.nd = ru_int(2, 3);
-        c.E = Es[ru_int(0, 10)];
+        c.renorm = c.v2 ? tu_int(0, 1) : 0;
+        c.smflag = c.v2 ? tu_int(0, 1) : 0;
+        c.dt = DTS[tu_int(0, 2)];
+        c.nd = tu_int(2, 3);
+        c.E = Es[tu_int(0, 10)];
         if (c.nd == 2) {
-            c.B = 1, c.S = ru_int(1, 45);
+            c.B = 1, c.S = tu_int(1, 45);
         } else {
-            c.B = ru_int(1, 4), c.S = ru_int(1, 13);
+            c.B = tu_int(1, 4), c.S = tu_int(1, 13);
         }
         const int64_t kmax = c.E < 1024 ? c.E : 1024;
-        const int kind = ru_int(0, 3);
-        c.k = kind == 0 ? 1 : kind == 1 ? kmax : ru_int(1, kmax < 40 ? kmax : 40);
-        c.mode = ru_int(0, 3);
-        c.finished = ru_int(0, 2) == 0;
-        c.strided = ru_int(0, 1);
+        const int kind = tu_int(0, 3);
+        c.k = kind == 0 ? 1 : kind == 1 ? kmax : tu_int(1, kmax < 40 ? kmax : 40);
+        c.mode = tu_int(0, 3);
+        c.finished = tu_int(0, 2) == 0;
+        c.strided = tu_int(0, 1);
         check_case(&c);
     }
     /* the bench shape at a smaller N; large k (heap path); E past the stack buffer (workspace path) */
@@ -439,7 +408,7 @@ static void hand_case(void) {
 }
 
 static void empty_cases(void) {
-    unsigned char *buf = ru_poisoned(64);
+    unsigned char *buf = tu_poisoned(64);
     int64_t xd[2] = {0, 5}, od[2] = {0, 2}, x3[3] = {2, 0, 5}, o3[3] = {2, 0, 2};
     aclTensor *tx = mk(2, xd, ACL_FLOAT, buf), *ty = mk(2, od, ACL_FLOAT, buf), *te = mk(2, od, ACL_INT32, buf);
     aclTensor *tx3 = mk(3, x3, ACL_BF16, buf), *ty3 = mk(3, o3, ACL_BF16, buf), *te3 = mk(3, o3, ACL_INT32, buf);
@@ -454,7 +423,7 @@ static void empty_cases(void) {
     if (rc == ACLNN_SUCCESS) rc = aclnnMoeGatingTopKSoftmaxV2(NULL, ws, ex, NULL);
     CHECK(rc == ACLNN_SUCCESS && ws == 0, "empty V2: %d ws %llu (%s)", rc, (unsigned long long)ws,
           aclGetRecentErrMsg());
-    CHECK(ru_all_poison(buf, 64 + RU_GUARD), "empty problems wrote memory");
+    CHECK(tu_all_poison(buf, 64 + TU_GUARD), "empty problems wrote memory");
     aclDestroyTensor(tx), aclDestroyTensor(ty), aclDestroyTensor(te);
     aclDestroyTensor(tx3), aclDestroyTensor(ty3), aclDestroyTensor(te3);
     free(buf);
@@ -609,7 +578,7 @@ static uint64_t fnv(const void *p, size_t n, uint64_t h) {
     return h;
 }
 static int hash_mode(void) {
-    ru_state = 0x1234567;
+    tu_state = 0x1234567;
     const int64_t Es[4] = {37, 256, 515, 2100};
     int nprob = 0;
     for (int d = 0; d < 3; d++)
@@ -647,7 +616,7 @@ int main(int argc, char **argv) {
     const char *soc = getenv("MOEFR_SOC");
     g_a2 = soc && !strcmp(soc, "ascend910b");
     if (argc > 1 && !strcmp(argv[1], "--hash")) return hash_mode();
-    ru_seed("test_gating_top_k_softmax");
+    tu_seed("test_gating_top_k_softmax");
     hand_case();
     empty_cases();
     validation();

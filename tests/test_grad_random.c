@@ -51,8 +51,8 @@ static void make_layout(view *v, int scheme, int may_broadcast) {
         off = tu_below(4);
         break;
     case LAY_PADDED:
-        for (int i = 0; i < nd; i++) pad[i] = tu_range(1, 5);
-        step = tu_range(1, 2);
+        for (int i = 0; i < nd; i++) pad[i] = tu_int(1, 5);
+        step = tu_int(1, 2);
         off = tu_below(8);
         tail = tu_below(6);
         break;
@@ -63,8 +63,8 @@ static void make_layout(view *v, int scheme, int may_broadcast) {
         off = tu_below(4);
         break;
     case LAY_3D_GROUPS: /* the (E, C) dims do not fold into one row stride */
-        if (nd == 3) pad[0] = tu_range(1, 7);
-        else pad[0] = tu_range(1, 3);
+        if (nd == 3) pad[0] = tu_int(1, 7);
+        else pad[0] = tu_int(1, 3);
         off = tu_below(5);
         break;
     case LAY_BROADCAST:
@@ -80,7 +80,7 @@ static void make_layout(view *v, int scheme, int may_broadcast) {
             }
         }
         for (int i = 0; i < nd; i++) {
-            pad[i] = tu_chance(40) ? tu_range(1, 4) : 0;
+            pad[i] = tu_chance(40) ? tu_int(1, 4) : 0;
             neg[i] = tu_chance(25);
             bc[i] = may_broadcast && tu_chance(10);
         }
@@ -177,11 +177,11 @@ static double gen_value(ref_dt dt) {
     else if (c < 84) { /* a subnormal of dt */
         double minsub = dt == REF_F16 ? 0x1p-24 : dt == REF_BF16 ? 0x1p-133 : 0x1p-149;
         int mb = dt == REF_F16 ? 10 : dt == REF_BF16 ? 7 : 23;
-        v = minsub * (double)tu_range(1, ((int64_t)1 << mb) - 1);
-    } else if (c < 88) v = ldexp(1.0, (int)tu_range(-20, 4));
+        v = minsub * (double)tu_int(1, ((int64_t)1 << mb) - 1);
+    } else if (c < 88) v = ldexp(1.0, (int)tu_int(-20, 4));
     else if (c < 94) v = dt == REF_F16 ? tu_unit() * 65504.0 : tu_unit() * 2e5 + 65504.0; /* overflow fp16 */
-    else if (c < 96) v = dt == REF_F16 ? 65504.0 : ldexp(1.0, (int)tu_range(60, 120));
-    else v = ldexp(tu_unit() + 0.5, (int)tu_range(-30, 30));
+    else if (c < 96) v = dt == REF_F16 ? 65504.0 : ldexp(1.0, (int)tu_int(60, 120));
+    else v = ldexp(tu_unit() + 0.5, (int)tu_int(-30, 30));
     if (tu_chance(50)) v = -v;
     double r = ref_decode(dt, ref_round(dt, v));
     return isinf(r) ? copysign(65504.0, v) : r; /* inputs stay finite */
@@ -249,7 +249,7 @@ static void make_out(outbuf *o, int nd, const int64_t *dims, aclDataType dt, siz
     int64_t st[3], s = 1;
     for (int i = nd - 1; i >= 0; i--) {
         st[i] = s;
-        if (dims[i] == 1 && tu_chance(25)) st[i] = tu_range(2, 1000);
+        if (dims[i] == 1 && tu_chance(25)) st[i] = tu_int(2, 1000);
         s *= dims[i] > 0 ? dims[i] : 1;
     }
     int64_t sd = o->storage;
@@ -315,19 +315,19 @@ static void run_case(const spec *s) {
     const size_t es = ref_size(s->dt), ses = ref_size(s->sdt);
     const ref_dt gs_dt = has_scales ? s->sdt : s->dt;
     int64_t active = 0, E = 0, C = 0, D0 = N;
-    int64_t expert_num = tu_range(-3, 9), expert_cap = tu_range(-3, 9); /* ignored in mode 0 */
-    if (s->mode == MODE0_ACTIVE && N > 1) active = tu_range(1, N - 1);
-    if (s->mode == MODE0_ACTIVE_BIG) active = N + (tu_chance(50) ? 0 : tu_range(1, 100));
+    int64_t expert_num = tu_int(-3, 9), expert_cap = tu_int(-3, 9); /* ignored in mode 0 */
+    if (s->mode == MODE0_ACTIVE && N > 1) active = tu_int(1, N - 1);
+    if (s->mode == MODE0_ACTIVE_BIG) active = N + (tu_chance(50) ? 0 : tu_int(1, 100));
     if (mode == 0 && active > 0 && active < N) D0 = active;
     if (mode == 1) {
-        E = tu_range(1, 4);
-        C = tu_range(1, 6);
+        E = tu_int(1, 4);
+        C = tu_int(1, 6);
         expert_num = E;
         expert_cap = C;
         D0 = E * C;
-        active = tu_range(-5, 50); /* ignored in mode 1 */
+        active = tu_int(-5, 50); /* ignored in mode 1 */
     }
-    int64_t bias_rows = mode == 1 ? E : tu_range(1, 4);
+    int64_t bias_rows = mode == 1 ? E : tu_int(1, 4);
     char desc[320];
     describe(s, active, E, C, desc, sizeof desc);
     g_cases++;
@@ -359,7 +359,7 @@ static void run_case(const spec *s) {
             }
         } else {
             for (int64_t i = 0; i < N; i++)
-                idx[i] = D0 == 0 ? -1 : (int32_t)(mode ? tu_range(-1, D0 - 1) : tu_below(D0));
+                idx[i] = D0 == 0 ? -1 : (int32_t)(mode ? tu_int(-1, D0 - 1) : tu_below(D0));
         }
     } else if (mode == 0) { /* a permutation of [0, N) */
         for (int64_t i = 0; i < N; i++) idx[i] = (int32_t)i;
@@ -370,7 +370,7 @@ static void run_case(const spec *s) {
             idx[j] = t;
         }
     } else { /* m distinct rows of [0, E*C) at random slots, -1 elsewhere */
-        int64_t m = tu_range(0, N < D0 ? N : D0);
+        int64_t m = tu_int(0, N < D0 ? N : D0);
         if (tu_chance(30)) m = N < D0 ? N : D0;
         int32_t *rows = malloc(sizeof(int32_t) * (size_t)D0);
         int64_t *slots = malloc(sizeof(int64_t) * (size_t)(N > 0 ? N : 1));
@@ -407,7 +407,7 @@ static void run_case(const spec *s) {
     CHECK(eidx_vals != NULL);
     for (int64_t i = 0; i < N; i++)
         eidx_vals[i] = has_bias ? (int32_t)tu_below(bias_rows)
-                                : (int32_t)(tu_chance(50) ? tu_range(-1000, 1000) : tu_below(4)); /* never read */
+                                : (int32_t)(tu_chance(50) ? tu_int(-1000, 1000) : tu_below(4)); /* never read */
 
     /* inputs */
     view vgy, vidx, vx, vs, ve, vb;
@@ -601,17 +601,17 @@ int main(void) {
                             s.lay = lay;
                             s.K = scales ? 1 + (kcycle++ % 9) : 1;
                             /* H = 1000+ with a tail no vector width divides */
-                            s.H = hs < 3 ? small_h[hs] : 1000 + 2 * tu_range(0, 20) + 1;
-                            s.R = hs < 3 ? tu_range(1, 12) : tu_range(1, 4);
+                            s.H = hs < 3 ? small_h[hs] : 1000 + 2 * tu_int(0, 20) + 1;
+                            s.R = hs < 3 ? tu_int(1, 12) : tu_int(1, 4);
                             if (mode == MODE0_ACTIVE && s.R * s.K < 2) s.R = 2;
                             run_case(&s);
                         }
                     /* empty problems: R = 0, H = 0, K = 0 (K exists only with scales) */
                     for (int e = 0; e < (scales ? 3 : 2); e++) {
                         s.lay = (int)tu_below(NUM_LAYS);
-                        s.R = e == 0 ? 0 : tu_range(1, 6);
+                        s.R = e == 0 ? 0 : tu_int(1, 6);
                         s.H = e == 1 ? 0 : small_h[tu_below(3)];
-                        s.K = e == 2 ? 0 : scales ? tu_range(1, 9) : 1;
+                        s.K = e == 2 ? 0 : scales ? tu_int(1, 9) : 1;
                         if (mode == MODE0_ACTIVE && s.R * s.K < 2 && e != 2 && s.R) s.R = 2;
                         run_case(&s);
                     }
@@ -622,12 +622,12 @@ int main(void) {
             static const int64_t bigk[3] = {32, 33, 67};
             for (int i = 0; i < 3; i++) {
                 spec s = {tu_chance(50) ? MODE1 : MODE0_ALL, tu_chance(50) ? OPT_SCALES_BIAS : OPT_SCALES,
-                          (int)tu_below(NUM_LAYS), (ref_dt)dt, (ref_dt)sdt, tu_range(1, 3), bigk[i], tu_range(3, 40)};
+                          (int)tu_below(NUM_LAYS), (ref_dt)dt, (ref_dt)sdt, tu_int(1, 3), bigk[i], tu_int(3, 40)};
                 run_case(&s);
             }
             static const int64_t bigh[3] = {2049, 4133, 8201};
             spec s = {(int)tu_below(NUM_MODES), OPT_SCALES + (int)tu_below(3), (int)tu_below(NUM_LAYS), (ref_dt)dt,
-                      (ref_dt)sdt, tu_range(1, 3), tu_range(1, 6), bigh[sdt] + 2 * tu_below(8)};
+                      (ref_dt)sdt, tu_int(1, 3), tu_int(1, 6), bigh[sdt] + 2 * tu_below(8)};
             if (s.mode == MODE0_ACTIVE && s.R * s.K < 2) s.R = 2;
             run_case(&s);
         }

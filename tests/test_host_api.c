@@ -166,7 +166,7 @@ static void events(void) {
 
     /* two records around sleeps of random length; the outer clock brackets them */
     for (int round = 0; round < 3; round++) {
-        int sleep = (int)tu_range(2, 12);
+        int sleep = (int)tu_int(2, 12);
         double o0 = now_ms();
         CHECK_RC(aclrtRecordEvent(a, s), ACL_SUCCESS);
         double i0 = now_ms();
@@ -244,7 +244,7 @@ static void memory(void) {
     static const unsigned policies[] = {0, 1, 2, 3, 4, 5, 6, 7, 0x100, 0x1002, 0x100006, 0x101107};
     void *p = NULL;
     for (size_t i = 0; i < sizeof policies / sizeof policies[0]; i++) {
-        size_t n = (size_t)tu_range(1, 5000);
+        size_t n = (size_t)tu_int(1, 5000);
         aclError (*const fns[3])(void **, size_t, aclrtMemMallocPolicy) = {aclrtMalloc, aclrtMallocAlign32,
                                                                           aclrtMallocCached};
         for (int f = 0; f < 3; f++) {
@@ -261,7 +261,7 @@ static void memory(void) {
 
     aclrtStream s = NULL;
     CHECK_RC(aclrtCreateStream(&s), ACL_SUCCESS);
-    const size_t n = (size_t)tu_range(1, 4099);
+    const size_t n = (size_t)tu_int(1, 4099);
     unsigned char *src = malloc(n + 16), *dst = malloc(n + 16);
     CHECK(src && dst);
     for (size_t i = 0; i < n + 16; i++) src[i] = (unsigned char)tu_next();
@@ -397,7 +397,7 @@ static void float_to_fp16(void) {
     /* random floats in fp16's range: the result is a nearest fp16 value */
     for (int i = 0; i < 200000; i++) {
         uint32_t bits = (uint32_t)tu_next();
-        bits = (bits & 0x807FFFFFu) | ((uint32_t)tu_range(100, 143) << 23);
+        bits = (bits & 0x807FFFFFu) | ((uint32_t)tu_int(100, 143) << 23);
         float x;
         memcpy(&x, &bits, sizeof x);
         unsigned r = aclFloatToFloat16(x);

@@ -205,13 +205,13 @@ static aclnnStatus run(prob *p, int with_bias) {
 static void fill(prob *p, int mode) {
     p->mode = mode;
     for (int r = 0; r < R; r++)
-        for (int j = 0; j < H; j++) p->gy[r][j] = (float)tu_range(-8, 8);
+        for (int j = 0; j < H; j++) p->gy[r][j] = (float)tu_int(-8, 8);
     for (int d = 0; d < E * C; d++)
-        for (int j = 0; j < H; j++) p->x[d][j] = (float)tu_range(-8, 8);
+        for (int j = 0; j < H; j++) p->x[d][j] = (float)tu_int(-8, 8);
     for (int e = 0; e < E; e++)
-        for (int j = 0; j < H; j++) p->b[e][j] = (float)tu_range(-8, 8);
+        for (int j = 0; j < H; j++) p->b[e][j] = (float)tu_int(-8, 8);
     for (int i = 0; i < N; i++) {
-        p->s[i / K][i % K] = (float)tu_range(-4, 4) / 4;
+        p->s[i / K][i % K] = (float)tu_int(-4, 4) / 4;
         p->ei[i] = (int32_t)tu_below(E);
         p->idx[i] = mode ? -1 : i;
     }

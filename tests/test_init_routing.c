@@ -13,25 +13,14 @@
  * phase-2 rejections that leave every output untouched. `--strict`: run
  * under MOEFR_STRICT=1 (a repeated rowIdx value is 161002). */
 #include "aclnnop/aclnn_moe_init_routing.h"
-#include "routing_util.h"
+#define TU_COUNT_FAILURES /* CHECK counts and goes on */
+#include "testutil.h"
 
 #define OP "aclnnMoeInitRouting: "
-static int g_fail, g_cases, g_checks, g_strict;
-
-#define CHECK(cond, ...)                                \
-    do {                                                \
-        g_checks++;                                     \
-        if (!(cond)) {                                  \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                        \
-            printf("\n");                               \
-            g_fail++;                                   \
-        }                                               \
-    } while (0)
+static int g_strict;
 
 static aclTensor *mk(int nd, int64_t d0, int64_t d1, aclDataType dt, void *data) {
-    int64_t dims[2] = {d0, d1};
-    return aclCreateTensor(dims, (uint64_t)nd, dt, NULL, 0, ACL_FORMAT_ND, dims, (uint64_t)nd, data);
+    return tu_mk(nd, d0, d1, 1, dt, data);
 }
 
 /* One call through both phases; the phase-2 status, or the phase-1 one when that failed. */
@@ -44,7 +33,7 @@ static aclnnStatus call(const aclTensor *x, const aclTensor *ri, const aclTensor
     if (rc != ACLNN_SUCCESS) return rc;
     *phase = 2;
     unsigned char *ws = wsz ? malloc(wsz) : NULL;
-    if (ws) memset(ws, RU_POISON, wsz);
+    if (ws) memset(ws, TU_POISON, wsz);
     rc = aclnnMoeInitRouting(ws, wsz, e, NULL);
     free(ws);
     return rc;
@@ -64,15 +53,15 @@ static int run_case(const rcase *c) {
     const int64_t N = c->N, K = c->K, H = c->H, E = c->E, T = N * K;
     const size_t es = c->xdt == ACL_FLOAT ? 4 : 2;
     unsigned char *x = malloc((size_t)(N * H) * es + 1);
-    for (int64_t i = 0; i < N * H * (int64_t)es; i++) x[i] = (unsigned char)ru_next();
+    for (int64_t i = 0; i < N * H * (int64_t)es; i++) x[i] = (unsigned char)tu_next();
     int32_t *ids = malloc(sizeof *ids * (size_t)(T + 1)), *ridx = malloc(sizeof *ridx * (size_t)(T + 1));
     int64_t *key = malloc(sizeof *key * (size_t)(T + 1));
     for (int64_t j = 0; j < T; j++) {
-        int64_t v = ru_int(0, E - 1);
+        int64_t v = tu_int(0, E - 1);
         /* 1: negative ids; 2: wide ones up to INT32_MAX; 3: both, spread below 2^31 */
-        if ((c->keys & 1) && ru_int(0, 3) == 0) v = -ru_int(1, c->keys == 3 ? (int64_t)1 << 30 : E);
-        if (c->keys == 2 && ru_int(0, 3) == 0) v = ru_int(0, 1) ? ru_int(INT32_MAX - 5, INT32_MAX) : ru_int(1 << 24, 1 << 30);
-        if (c->keys == 3 && ru_int(0, 3) == 0) v = ru_int(0, 1) ? ru_int((1 << 30) - 3, 1 << 30) : ru_int(1 << 24, 1 << 29);
+        if ((c->keys & 1) && tu_int(0, 3) == 0) v = -tu_int(1, c->keys == 3 ? (int64_t)1 << 30 : E);
+        if (c->keys == 2 && tu_int(0, 3) == 0) v = tu_int(0, 1) ? tu_int(INT32_MAX - 5, INT32_MAX) : tu_int(1 << 24, 1 << 30);
+        if (c->keys == 3 && tu_int(0, 3) == 0) v = tu_int(0, 1) ? tu_int((1 << 30) - 3, 1 << 30) : tu_int(1 << 24, 1 << 29);
         ids[j] = (int32_t)v;
         key[j] = v;
     }
@@ -80,18 +69,18 @@ static int run_case(const rcase *c) {
         for (int64_t k = 0; k < K; k++) ridx[r * K + k] = (int32_t)(k * N + r);
     if (c->rows == 1)
         for (int64_t j = T - 1; j > 0; j--) { /* Fisher-Yates */
-            const int64_t s = ru_int(0, j);
+            const int64_t s = tu_int(0, j);
             const int32_t t = ridx[j];
             ridx[j] = ridx[s], ridx[s] = t;
         }
     if (c->rows == 2)
-        for (int64_t j = 0; j < T; j++) ridx[j] = (int32_t)ru_int(0, T - 1);
-    ru_view xv = ru_make_view(x, 2, N, H, c->xdt, es, c->xoff, c->xs0, c->xs1);
-    ru_view rv = ru_make_view(ridx, 2, N, K, ACL_INT32, 4, c->roff, c->rs0, c->rs1);
-    ru_view ev = ru_make_view(ids, 2, N, K, ACL_INT32, 4, c->eoff, c->es0, c->es1);
+        for (int64_t j = 0; j < T; j++) ridx[j] = (int32_t)tu_int(0, T - 1);
+    tu_owned xv = tu_make_view(x, 2, N, H, c->xdt, es, c->xoff, c->xs0, c->xs1);
+    tu_owned rv = tu_make_view(ridx, 2, N, K, ACL_INT32, 4, c->roff, c->rs0, c->rs1);
+    tu_owned ev = tu_make_view(ids, 2, N, K, ACL_INT32, 4, c->eoff, c->es0, c->es1);
     const int64_t A = (c->active < N ? c->active : N) * K;
     const size_t exb = (size_t)(A * H) * es, rb = (size_t)T * 4;
-    unsigned char *ex = ru_poisoned(exb), *row = ru_poisoned(rb), *eex = ru_poisoned(rb);
+    unsigned char *ex = tu_poisoned(exb), *row = tu_poisoned(rb), *eex = tu_poisoned(rb);
     aclTensor *tex = mk(2, A, H, c->xdt, ex), *trow = mk(1, T, 0, ACL_INT32, row), *teex = mk(1, T, 0, ACL_INT32, eex);
     int phase;
     aclnnStatus rc = call(xv.t, rv.t, ev.t, c->active, tex, trow, teex, &phase);
@@ -100,7 +89,7 @@ static int run_case(const rcase *c) {
              (long long)K, (long long)H, (long long)E, (long long)c->active, c->rows, c->keys, (int)c->xdt);
     /* the oracle */
     int64_t *perm = malloc(sizeof *perm * (size_t)(T + 1));
-    ru_ref_sort(key, T, perm);
+    tu_ref_sort(key, T, perm);
     int32_t *want_row = calloc((size_t)T + 1, 4), *want_eex = malloc(rb + 4);
     unsigned char *want_x = malloc(exb + 1);
     bool repeats = false;
@@ -119,8 +108,8 @@ static int run_case(const rcase *c) {
     if (g_strict && repeats) {
         /* MOEFR_STRICT=1: a repeated rowIdx value is refused, nothing written */
         if (rc != ACLNN_SUCCESS && phase == 2 && rc == ACLNN_ERR_PARAM_INVALID) {
-            if (!ru_all_poison(ex, exb + RU_GUARD) || !ru_all_poison(row, rb + RU_GUARD) ||
-                !ru_all_poison(eex, rb + RU_GUARD))
+            if (!tu_all_poison(ex, exb + TU_GUARD) || !tu_all_poison(row, rb + TU_GUARD) ||
+                !tu_all_poison(eex, rb + TU_GUARD))
                 printf("FAIL %s: strict rejection wrote an output\n", what), bad = 1;
         } else {
             printf("FAIL %s: strict, repeated rowIdx: phase %d status %d\n", what, phase, rc), bad = 1;
@@ -147,8 +136,8 @@ static int run_case(const rcase *c) {
                 break;
             }
         }
-        if (!ru_guard_ok(row, rb) || !ru_guard_ok(eex, rb)) printf("FAIL %s: index output guard\n", what), bad = 1;
-        if (memcmp(ex, want_x, exb) != 0 || !ru_guard_ok(ex, exb))
+        if (!tu_guard_ok(row, rb) || !tu_guard_ok(eex, rb)) printf("FAIL %s: index output guard\n", what), bad = 1;
+        if (memcmp(ex, want_x, exb) != 0 || !tu_guard_ok(ex, exb))
             printf("FAIL %s: expandedX differs from the oracle's row copies\n", what), bad = 1;
     }
     g_cases++;
@@ -163,32 +152,32 @@ static int run_case(const rcase *c) {
 static rcase random_case(int big) {
     rcase c;
     memset(&c, 0, sizeof c);
-    const int empty = ru_int(0, 15) == 0;
-    c.N = big ? ru_int(4500, 5200) : ru_int(empty ? 0 : 1, 37);
-    c.K = big ? 8 : ru_int(empty && ru_int(0, 1) ? 0 : 1, 9);
-    c.H = big ? ru_int(1, 3) : (empty && ru_int(0, 1) ? 0 : ru_int(1, 41));
-    c.E = ru_int(1, ru_int(0, 2) ? 5 : 70); /* few experts: many ties */
-    switch (ru_int(0, 4)) {
+    const int empty = tu_int(0, 15) == 0;
+    c.N = big ? tu_int(4500, 5200) : tu_int(empty ? 0 : 1, 37);
+    c.K = big ? 8 : tu_int(empty && tu_int(0, 1) ? 0 : 1, 9);
+    c.H = big ? tu_int(1, 3) : (empty && tu_int(0, 1) ? 0 : tu_int(1, 41));
+    c.E = tu_int(1, tu_int(0, 2) ? 5 : 70); /* few experts: many ties */
+    switch (tu_int(0, 4)) {
     case 0: c.active = 0; break;
     case 1: case 2: c.active = c.N; break;
-    case 3: c.active = ru_int(0, c.N); break;
-    default: c.active = c.N + ru_int(1, 50); break;
+    case 3: c.active = tu_int(0, c.N); break;
+    default: c.active = c.N + tu_int(1, 50); break;
     }
-    c.rows = ru_int(0, 5) < 3 ? 0 : ru_int(1, 2);
-    c.keys = ru_int(0, 3) == 0 ? ru_int(1, 3) : 0;
-    c.xdt = XDT[ru_int(0, 2)];
-    c.xs1 = ru_int(0, 3) == 0 ? 2 : 1;
-    c.xs0 = c.H * c.xs1 + ru_int(0, 3);
-    c.xoff = ru_int(0, 5);
-    c.rs1 = ru_int(0, 3) == 0 ? 3 : 1;
-    c.rs0 = c.K * c.rs1 + ru_int(0, 2);
-    c.roff = ru_int(0, 4);
-    if (ru_int(0, 5) == 0) { /* rowIdx as the transposed (K, N) view CANN's golden builds */
+    c.rows = tu_int(0, 5) < 3 ? 0 : tu_int(1, 2);
+    c.keys = tu_int(0, 3) == 0 ? tu_int(1, 3) : 0;
+    c.xdt = XDT[tu_int(0, 2)];
+    c.xs1 = tu_int(0, 3) == 0 ? 2 : 1;
+    c.xs0 = c.H * c.xs1 + tu_int(0, 3);
+    c.xoff = tu_int(0, 5);
+    c.rs1 = tu_int(0, 3) == 0 ? 3 : 1;
+    c.rs0 = c.K * c.rs1 + tu_int(0, 2);
+    c.roff = tu_int(0, 4);
+    if (tu_int(0, 5) == 0) { /* rowIdx as the transposed (K, N) view CANN's golden builds */
         c.rs0 = 1, c.rs1 = c.N, c.roff = 0;
     }
-    c.es1 = ru_int(0, 3) == 0 ? 2 : 1;
-    c.es0 = c.K * c.es1 + ru_int(0, 2);
-    c.eoff = ru_int(0, 4);
+    c.es1 = tu_int(0, 3) == 0 ? 2 : 1;
+    c.es0 = c.K * c.es1 + tu_int(0, 2);
+    c.eoff = tu_int(0, 4);
     return c;
 }
 
@@ -213,9 +202,9 @@ static void cann_example(void) {
     }
     /* activeNum 1: only min(3, 1) * 2 = 2 rows */
     aclTensor *tex2 = mk(2, 2, 4, ACL_FLOAT, ex);
-    memset(ex, RU_POISON, sizeof ex);
+    memset(ex, TU_POISON, sizeof ex);
     CHECK(call(tx, tr, te, 1, tex2, trow, teex, &phase) == ACLNN_SUCCESS, "CANN example, activeNum 1");
-    CHECK(ex[0] == x[4] && ex[4] == x[8] && ru_all_poison((unsigned char *)(ex + 8), sizeof ex - 32),
+    CHECK(ex[0] == x[4] && ex[4] == x[8] && tu_all_poison((unsigned char *)(ex + 8), sizeof ex - 32),
           "CANN example, activeNum 1: rows 0, 1 only");
     aclDestroyTensor(tx), aclDestroyTensor(tr), aclDestroyTensor(te), aclDestroyTensor(tex), aclDestroyTensor(trow);
     aclDestroyTensor(teex), aclDestroyTensor(tex2);
@@ -254,7 +243,7 @@ static void expect(vcall c, aclnnStatus want, const char *msg, int line) {
     aclnnStatus rc = aclnnMoeInitRoutingGetWorkspaceSize(c.x, c.r, c.e, c.active, c.ex, c.row, c.eex,
                                                          c.null_ws ? NULL : &ws, c.null_ex ? NULL : &e);
     g_checks++;
-    g_fail += ru_phase1_bad(rc, e, want, msg, line);
+    g_fail += tu_phase1_bad(rc, e, want, msg, line);
 }
 #define EXPECT(c, want, msg) expect(c, want, msg, __LINE__)
 
@@ -346,15 +335,15 @@ static void validation(void) {
         vprob q;
         vinit(&q);
         (bad[b].which ? q.ei : q.ri)[bad[b].pos] = bad[b].v;
-        memset(q.ex, RU_POISON, sizeof q.ex), memset(q.row, RU_POISON, sizeof q.row);
-        memset(q.eex, RU_POISON, sizeof q.eex);
+        memset(q.ex, TU_POISON, sizeof q.ex), memset(q.row, TU_POISON, sizeof q.row);
+        memset(q.eex, TU_POISON, sizeof q.eex);
         int phase;
         aclnnStatus rc = call(q.tx, q.tr, q.te, VN, q.tex, q.trow, q.teex, &phase);
         const char *m = aclGetRecentErrMsg();
         CHECK(phase == 2 && rc == IV && m && strcmp(m, bad[b].msg) == 0, "bad value %zu: phase %d %d '%s'", b, phase,
               rc, m ? m : "");
-        CHECK(ru_all_poison((unsigned char *)q.ex, sizeof q.ex) && ru_all_poison((unsigned char *)q.row, sizeof q.row) &&
-                  ru_all_poison((unsigned char *)q.eex, sizeof q.eex),
+        CHECK(tu_all_poison((unsigned char *)q.ex, sizeof q.ex) && tu_all_poison((unsigned char *)q.row, sizeof q.row) &&
+                  tu_all_poison((unsigned char *)q.eex, sizeof q.eex),
               "bad value %zu: an output was written", b);
         aclTensor *all[] = {q.tx, q.tr, q.te, q.tex, q.trow, q.teex};
         for (int i = 0; i < 6; i++) aclDestroyTensor(all[i]);
@@ -380,14 +369,14 @@ static void validation(void) {
         vprob q;
         vinit(&q);
         q.ri[7] = q.ri[2]; /* value 1 twice, value of position 7 never named */
-        memset(q.row, RU_POISON, sizeof q.row);
+        memset(q.row, TU_POISON, sizeof q.row);
         int phase;
         aclnnStatus rc = call(q.tx, q.tr, q.te, VN, q.tex, q.trow, q.teex, &phase);
         if (g_strict) {
             const char *m = aclGetRecentErrMsg();
             CHECK(rc == IV && m && strcmp(m, OP "rowIdx[3][1] = 1 repeats an earlier value (MOEFR_STRICT=1)") == 0,
                   "strict repeat: %d '%s'", rc, m ? m : "");
-            CHECK(ru_all_poison((unsigned char *)q.row, sizeof q.row), "strict repeat: written");
+            CHECK(tu_all_poison((unsigned char *)q.row, sizeof q.row), "strict repeat: written");
         } else {
             CHECK(rc == ACLNN_SUCCESS, "repeat: %d", rc);
         }
@@ -416,7 +405,7 @@ static void validation(void) {
 
 int main(int argc, char **argv) {
     g_strict = argc > 1 && strcmp(argv[1], "--strict") == 0;
-    ru_seed("test_init_routing");
+    tu_seed("test_init_routing");
     cann_example();
     validation();
     for (int i = 0; i < 400; i++) {

@@ -11,26 +11,11 @@
  * rejections that leave every output untouched. `--a2`: the A2/A3 rules
  * (run under MOEFR_SOC=ascend910b). */
 #include "aclnnop/aclnn_moe_init_routing_v2.h"
-#include "routing_util.h"
+#define TU_COUNT_FAILURES /* CHECK counts and goes on */
+#include "testutil.h"
 
 #define OP "aclnnMoeInitRoutingV2: "
-static int g_fail, g_cases, g_checks, g_a2;
-
-#define CHECK(cond, ...)                            \
-    do {                                            \
-        g_checks++;                                 \
-        if (!(cond)) {                              \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                    \
-            printf("\n");                           \
-            g_fail++;                               \
-        }                                           \
-    } while (0)
-
-static aclTensor *mk(int nd, int64_t d0, int64_t d1, int64_t d2, aclDataType dt, void *data) {
-    int64_t dims[3] = {d0, d1, d2};
-    return aclCreateTensor(dims, (uint64_t)nd, dt, NULL, 0, ACL_FORMAT_ND, dims, (uint64_t)nd, data);
-}
+static int g_a2;
 
 typedef struct rcase {
     int64_t N, K, H, E, C, active, mode, cflag;
@@ -47,13 +32,13 @@ static int run_case(const rcase *c) {
     const size_t es = c->xdt == ACL_FLOAT ? 4 : 2, is = c->idt == ACL_INT64 ? 8 : 4;
     /* inputs: x random bits, ids in range */
     unsigned char *x = malloc((size_t)(N * H) * es + 1);
-    for (int64_t i = 0; i < N * H * (int64_t)es; i++) x[i] = (unsigned char)ru_next();
+    for (int64_t i = 0; i < N * H * (int64_t)es; i++) x[i] = (unsigned char)tu_next();
     int64_t *key = malloc(sizeof *key * (size_t)(T + 1));
     unsigned char *ids = malloc((size_t)T * is + 1);
     const bool bounded = c->mode == 1 || c->cflag != 0;
     for (int64_t j = 0; j < T; j++) {
-        int64_t v = bounded ? ru_int(0, E - 1) : ru_int(0, E + 3);
-        if (!bounded && c->wide_keys && ru_int(0, 2) == 0) v = ru_int(0, INT32_MAX);
+        int64_t v = bounded ? tu_int(0, E - 1) : tu_int(0, E + 3);
+        if (!bounded && c->wide_keys && tu_int(0, 2) == 0) v = tu_int(0, INT32_MAX);
         key[j] = v;
         if (is == 8) memcpy(ids + j * 8, &v, 8);
         else {
@@ -61,9 +46,9 @@ static int run_case(const rcase *c) {
             memcpy(ids + j * 4, &v32, 4);
         }
     }
-    ru_view xv = ru_make_view(x, 2, N, H, c->xdt, es, c->xoff, c->xs0, c->xs1);
-    ru_view iv = c->one_d ? ru_make_view(ids, 1, T, 1, c->idt, is, c->ioff, c->is0, 0)
-                          : ru_make_view(ids, 2, N, K, c->idt, is, c->ioff, c->is0, c->is1);
+    tu_owned xv = tu_make_view(x, 2, N, H, c->xdt, es, c->xoff, c->xs0, c->xs1);
+    tu_owned iv = c->one_d ? tu_make_view(ids, 1, T, 1, c->idt, is, c->ioff, c->is0, 0)
+                          : tu_make_view(ids, 2, N, K, c->idt, is, c->ioff, c->is0, c->is1);
     /* outputs, poisoned */
     int64_t A = 0;
     if (c->mode == 0) {
@@ -76,11 +61,11 @@ static int run_case(const rcase *c) {
     }
     const int64_t xrows = c->mode == 1 ? E * C : A;
     const size_t exb = (size_t)(xrows * H) * es, rb = (size_t)T * 4, cb = (size_t)E * 4;
-    unsigned char *ex = ru_poisoned(exb), *row = ru_poisoned(rb), *cnt = ru_poisoned(cb), *bef = ru_poisoned(cb);
-    aclTensor *tex = c->mode == 1 ? mk(3, E, C, H, c->xdt, ex) : mk(2, A, H, 0, c->xdt, ex);
-    aclTensor *trow = mk(1, T, 0, 0, ACL_INT32, row);
-    aclTensor *tcnt = c->give_cnt ? mk(1, E, 0, 0, ACL_INT32, cnt) : NULL;
-    aclTensor *tbef = c->give_before ? mk(1, E, 0, 0, ACL_INT32, bef) : NULL;
+    unsigned char *ex = tu_poisoned(exb), *row = tu_poisoned(rb), *cnt = tu_poisoned(cb), *bef = tu_poisoned(cb);
+    aclTensor *tex = c->mode == 1 ? tu_mk(3, E, C, H, c->xdt, ex) : tu_mk(2, A, H, 0, c->xdt, ex);
+    aclTensor *trow = tu_mk(1, T, 0, 0, ACL_INT32, row);
+    aclTensor *tcnt = c->give_cnt ? tu_mk(1, E, 0, 0, ACL_INT32, cnt) : NULL;
+    aclTensor *tbef = c->give_before ? tu_mk(1, E, 0, 0, ACL_INT32, bef) : NULL;
     uint64_t wsz = 0;
     aclOpExecutor *exe = NULL;
     aclnnStatus rc = aclnnMoeInitRoutingV2GetWorkspaceSize(xv.t, iv.t, c->active, C, E, c->mode, c->cflag, c->bflag,
@@ -96,7 +81,7 @@ static int run_case(const rcase *c) {
         bad = 1;
     } else {
         unsigned char *ws = wsz ? malloc(wsz) : NULL;
-        if (ws) memset(ws, RU_POISON, wsz);
+        if (ws) memset(ws, TU_POISON, wsz);
         rc = aclnnMoeInitRoutingV2(ws, wsz, exe, NULL);
         free(ws);
         if (rc != ACLNN_SUCCESS) {
@@ -106,7 +91,7 @@ static int run_case(const rcase *c) {
     }
     /* the oracle */
     int64_t *perm = malloc(sizeof *perm * (size_t)(T + 1)), *hist = calloc((size_t)E + 1, sizeof *hist);
-    ru_ref_sort(key, T, perm);
+    tu_ref_sort(key, T, perm);
     for (int64_t j = 0; j < T; j++)
         if (key[j] < E) hist[key[j]]++;
     int32_t *want_row = malloc(sizeof *want_row * (size_t)(T + 1));
@@ -129,7 +114,7 @@ static int run_case(const rcase *c) {
         }
     }
     if (!bad) {
-        if (memcmp(row, want_row, rb) != 0 || !ru_guard_ok(row, rb)) {
+        if (memcmp(row, want_row, rb) != 0 || !tu_guard_ok(row, rb)) {
             for (int64_t j = 0; j < T; j++) {
                 int32_t g;
                 memcpy(&g, row + j * 4, 4);
@@ -140,7 +125,7 @@ static int run_case(const rcase *c) {
             }
             bad = 1;
         }
-        if (memcmp(ex, want_x, exb) != 0 || !ru_guard_ok(ex, exb))
+        if (memcmp(ex, want_x, exb) != 0 || !tu_guard_ok(ex, exb))
             printf("FAIL %s: expandedX differs from the oracle's row copies\n", what), bad = 1;
         /* count outputs: written exactly when the flags ask, else untouched */
         const bool want_cnt = c->mode == 0 && c->cflag != 0, want_bef = c->mode == 1 && c->bflag;
@@ -159,8 +144,8 @@ static int run_case(const rcase *c) {
                         break;
                     }
                 }
-                if (!ru_guard_ok(cnt, cb)) printf("FAIL %s: count written past E\n", what), bad = 1;
-            } else if (!ru_all_poison(cnt, cb + RU_GUARD)) {
+                if (!tu_guard_ok(cnt, cb)) printf("FAIL %s: count written past E\n", what), bad = 1;
+            } else if (!tu_all_poison(cnt, cb + TU_GUARD)) {
                 printf("FAIL %s: unrequested expertTokensCountOrCumsum written\n", what), bad = 1;
             }
         }
@@ -176,8 +161,8 @@ static int run_case(const rcase *c) {
                         break;
                     }
                 }
-                if (!ru_guard_ok(bef, cb)) printf("FAIL %s: before-capacity written past E\n", what), bad = 1;
-            } else if (!ru_all_poison(bef, cb + RU_GUARD)) {
+                if (!tu_guard_ok(bef, cb)) printf("FAIL %s: before-capacity written past E\n", what), bad = 1;
+            } else if (!tu_all_poison(bef, cb + TU_GUARD)) {
                 printf("FAIL %s: unrequested expertTokensBeforeCapacity written\n", what), bad = 1;
             }
         }
@@ -195,36 +180,36 @@ static int run_case(const rcase *c) {
 static rcase random_case(int big) {
     rcase c;
     memset(&c, 0, sizeof c);
-    const int empty = ru_int(0, 15) == 0;
-    c.N = big ? ru_int(4500, 5200) : ru_int(empty ? 0 : 1, 37);
-    c.K = big ? 8 : ru_int(empty && ru_int(0, 1) ? 0 : 1, 9);
-    c.H = big ? ru_int(1, 3) : (empty && ru_int(0, 1) ? 0 : ru_int(1, 41));
-    c.E = ru_int(1, ru_int(0, 2) ? 6 : 70);
-    c.mode = ru_int(0, 1);
+    const int empty = tu_int(0, 15) == 0;
+    c.N = big ? tu_int(4500, 5200) : tu_int(empty ? 0 : 1, 37);
+    c.K = big ? 8 : tu_int(empty && tu_int(0, 1) ? 0 : 1, 9);
+    c.H = big ? tu_int(1, 3) : (empty && tu_int(0, 1) ? 0 : tu_int(1, 41));
+    c.E = tu_int(1, tu_int(0, 2) ? 6 : 70);
+    c.mode = tu_int(0, 1);
     if (c.mode == 1 && c.N == 0) c.mode = 0;
-    c.C = c.mode == 1 ? ru_int(1, c.N < 9 ? c.N : 9) : ru_int(0, 5);
-    c.cflag = ru_int(0, 2);
-    c.bflag = ru_int(0, 1);
+    c.C = c.mode == 1 ? tu_int(1, c.N < 9 ? c.N : 9) : tu_int(0, 5);
+    c.cflag = tu_int(0, 2);
+    c.bflag = tu_int(0, 1);
     const int64_t T = c.N * c.K;
-    switch (ru_int(0, 4)) {
+    switch (tu_int(0, 4)) {
     case 0: case 1: c.active = 0; break;
-    case 2: c.active = ru_int(1, T + 3); break;
-    case 3: c.active = T + ru_int(0, 50); break;
-    default: c.active = g_a2 ? ru_int(0, T) : -ru_int(1, T + 3); break;
+    case 2: c.active = tu_int(1, T + 3); break;
+    case 3: c.active = T + tu_int(0, 50); break;
+    default: c.active = g_a2 ? tu_int(0, T) : -tu_int(1, T + 3); break;
     }
-    c.xdt = XDT[ru_int(0, 2)];
-    c.idt = !g_a2 && ru_int(0, 2) == 0 ? ACL_INT64 : ACL_INT32;
-    c.one_d = !g_a2 && c.K == 1 && ru_int(0, 1);
-    c.give_cnt = c.cflag != 0 && c.mode == 0 ? true : ru_int(0, 1);
-    c.give_before = c.bflag && c.mode == 1 ? true : ru_int(0, 1);
+    c.xdt = XDT[tu_int(0, 2)];
+    c.idt = !g_a2 && tu_int(0, 2) == 0 ? ACL_INT64 : ACL_INT32;
+    c.one_d = !g_a2 && c.K == 1 && tu_int(0, 1);
+    c.give_cnt = c.cflag != 0 && c.mode == 0 ? true : tu_int(0, 1);
+    c.give_before = c.bflag && c.mode == 1 ? true : tu_int(0, 1);
     /* x: padded rows, sometimes every other element, an offset */
-    c.xs1 = ru_int(0, 3) == 0 ? 2 : 1;
-    c.xs0 = c.H * c.xs1 + ru_int(0, 3);
-    c.xoff = ru_int(0, 5);
-    c.is1 = ru_int(0, 3) == 0 ? 3 : 1;
-    c.is0 = c.one_d ? ru_int(1, 2) : c.K * c.is1 + ru_int(0, 2);
-    c.ioff = ru_int(0, 4);
-    c.wide_keys = ru_int(0, 3) == 0;
+    c.xs1 = tu_int(0, 3) == 0 ? 2 : 1;
+    c.xs0 = c.H * c.xs1 + tu_int(0, 3);
+    c.xoff = tu_int(0, 5);
+    c.is1 = tu_int(0, 3) == 0 ? 3 : 1;
+    c.is0 = c.one_d ? tu_int(1, 2) : c.K * c.is1 + tu_int(0, 2);
+    c.ioff = tu_int(0, 4);
+    c.wide_keys = tu_int(0, 3) == 0;
     return c;
 }
 
@@ -239,13 +224,13 @@ enum { VN = 6, VK = 2, VH = 4, VE = 3, VC = 2 };
 static void vinit(vprob *p) {
     memset(p, 0, sizeof *p);
     for (int i = 0; i < VN * VK; i++) p->idx[i] = i % VE;
-    p->tx = mk(2, VN, VH, 0, ACL_FLOAT, p->x);
-    p->ti = mk(2, VN, VK, 0, ACL_INT32, p->idx);
-    p->tex = mk(2, VN * VK, VH, 0, ACL_FLOAT, p->ex);
-    p->tex3 = mk(3, VE, VC, VH, ACL_FLOAT, p->ex);
-    p->trow = mk(1, VN * VK, 0, 0, ACL_INT32, p->row);
-    p->tcnt = mk(1, VE, 0, 0, ACL_INT32, p->cnt);
-    p->tbef = mk(1, VE, 0, 0, ACL_INT32, p->bef);
+    p->tx = tu_mk(2, VN, VH, 0, ACL_FLOAT, p->x);
+    p->ti = tu_mk(2, VN, VK, 0, ACL_INT32, p->idx);
+    p->tex = tu_mk(2, VN * VK, VH, 0, ACL_FLOAT, p->ex);
+    p->tex3 = tu_mk(3, VE, VC, VH, ACL_FLOAT, p->ex);
+    p->trow = tu_mk(1, VN * VK, 0, 0, ACL_INT32, p->row);
+    p->tcnt = tu_mk(1, VE, 0, 0, ACL_INT32, p->cnt);
+    p->tbef = tu_mk(1, VE, 0, 0, ACL_INT32, p->bef);
 }
 static void vfree(vprob *p) {
     aclTensor *all[] = {p->tx, p->ti, p->tex, p->tex3, p->trow, p->tcnt, p->tbef};
@@ -274,7 +259,7 @@ static void expect(vcall c, aclnnStatus want, const char *msg, int line) {
                                                            c.row, c.cnt, c.bef, c.null_ws ? NULL : &ws,
                                                            c.null_ex ? NULL : &e);
     g_checks++;
-    g_fail += ru_phase1_bad(rc, e, want, msg, line);
+    g_fail += tu_phase1_bad(rc, e, want, msg, line);
 }
 #define EXPECT(c, want, msg) expect(c, want, msg, __LINE__)
 
@@ -293,9 +278,9 @@ static void validation(void) {
     c = vdefault(&p), c.null_ws = 1, EXPECT(c, N1, OP "workspaceSize is NULL");
     c = vdefault(&p), c.null_ex = 1, EXPECT(c, N1, OP "executor is NULL");
     /* 161002: dtypes and formats */
-    aclTensor *xi = mk(2, VN, VH, 0, ACL_INT32, p.x), *i64 = mk(2, VN, VK, 0, ACL_INT64, p.x),
-              *i16 = mk(2, VN, VK, 0, ACL_INT16, p.idx), *exh = mk(2, VN * VK, VH, 0, ACL_FLOAT16, p.ex),
-              *rowf = mk(1, VN * VK, 0, 0, ACL_FLOAT, p.row), *cnt64 = mk(1, VE, 0, 0, ACL_INT64, p.cnt);
+    aclTensor *xi = tu_mk(2, VN, VH, 0, ACL_INT32, p.x), *i64 = tu_mk(2, VN, VK, 0, ACL_INT64, p.x),
+              *i16 = tu_mk(2, VN, VK, 0, ACL_INT16, p.idx), *exh = tu_mk(2, VN * VK, VH, 0, ACL_FLOAT16, p.ex),
+              *rowf = tu_mk(1, VN * VK, 0, 0, ACL_FLOAT, p.row), *cnt64 = tu_mk(1, VE, 0, 0, ACL_INT64, p.cnt);
     c = vdefault(&p), c.x = xi, EXPECT(c, IV, OP "x dtype must be FLOAT16 or BFLOAT16 or FLOAT, got INT32");
     c = vdefault(&p), c.i = i16;
     EXPECT(c, IV, g_a2 ? OP "expertIdx dtype must be INT32, got INT16" : OP "expertIdx dtype must be INT32 or INT64, got INT16");
@@ -313,7 +298,7 @@ static void validation(void) {
     aclTensor *rowst = aclCreateTensor(rd, 1, ACL_INT32, rs, 0, ACL_FORMAT_ND, rsd, 1, rowbuf);
     c = vdefault(&p), c.row = rowst, EXPECT(c, IV, OP "expandedRowIdxOut must be contiguous (an output)");
     /* 561002, in CANN's order */
-    aclTensor *x3 = mk(3, VN, VH, 1, ACL_FLOAT, p.x), *x5 = mk(2, 5, VH, 0, ACL_FLOAT, p.x);
+    aclTensor *x3 = tu_mk(3, VN, VH, 1, ACL_FLOAT, p.x), *x5 = tu_mk(2, 5, VH, 0, ACL_FLOAT, p.x);
     c = vdefault(&p), c.x = x3, EXPECT(c, TL, OP "x must be 2-D, got 3-D (6, 4, 1)");
     c = vdefault(&p), c.x = x5, EXPECT(c, TL, OP "x dim0 (5) and expertIdx dim0 (6) must be equal");
     c = vdefault(&p), c.C = -1, EXPECT(c, TL, OP "expertCapacity must be >= 0, got -1");
@@ -325,12 +310,12 @@ static void validation(void) {
     c = vdefault(&p), c.E = 0, EXPECT(c, TL, OP "expertTokensCountOrCumsumFlag 1 needs expertNum > 0, got 0");
     c = vdrop(&p), c.E = 0, c.C = 7, c.cflag = 2, EXPECT(c, TL, OP "dropPadMode 1 needs expertCapacity > 0 and expertNum > 0, got 7 and 0");
     c = vdrop(&p), c.C = 7, EXPECT(c, TL, OP "expertCapacity (7) must be <= x dim0 (6) in dropPadMode 1");
-    aclTensor *i3 = mk(3, VN, VK, 1, ACL_INT32, p.idx), *i1 = mk(1, VN, 0, 0, ACL_INT32, p.idx);
+    aclTensor *i3 = tu_mk(3, VN, VK, 1, ACL_INT32, p.idx), *i1 = tu_mk(1, VN, 0, 0, ACL_INT32, p.idx);
     c = vdefault(&p), c.i = i3;
     EXPECT(c, TL, g_a2 ? OP "expertIdx must be 2-D, got 3-D (6, 2, 1)" : OP "expertIdx must be 1-D or 2-D, got 3-D");
-    aclTensor *ex6 = mk(2, VN, VH, 0, ACL_FLOAT, p.ex);
+    aclTensor *ex6 = tu_mk(2, VN, VH, 0, ACL_FLOAT, p.ex);
     c = vdefault(&p), c.i = i1, c.ex = ex6;
-    aclTensor *row6 = mk(1, VN, 0, 0, ACL_INT32, p.row);
+    aclTensor *row6 = tu_mk(1, VN, 0, 0, ACL_INT32, p.row);
     c.row = row6;
     if (g_a2) EXPECT(c, TL, OP "expertIdx must be 2-D, got 1-D (6)");
     else EXPECT(c, ACLNN_SUCCESS, NULL);
@@ -340,18 +325,18 @@ static void validation(void) {
     c = vdefault(&p), c.active = 5, EXPECT(c, TL, OP "expandedXOut dim0 must be 5, got 12");
     c = vdefault(&p), c.active = 99, EXPECT(c, ACLNN_SUCCESS, NULL);
     c = vdefault(&p), c.ex = p.tex3, EXPECT(c, TL, OP "expandedXOut must be 2-D, got 3-D (3, 2, 4)");
-    aclTensor *exw = mk(2, VN * VK, VH + 1, 0, ACL_FLOAT, p.ex);
+    aclTensor *exw = tu_mk(2, VN * VK, VH + 1, 0, ACL_FLOAT, p.ex);
     c = vdefault(&p), c.ex = exw, EXPECT(c, TL, OP "expandedXOut dim1 must be 4, got 5");
     c = vdrop(&p), c.ex = p.tex, EXPECT(c, TL, OP "expandedXOut must be 3-D, got 2-D (12, 4)");
-    aclTensor *e433 = mk(3, 4, VC, VH, ACL_FLOAT, p.ex), *e313 = mk(3, VE, 1, VH, ACL_FLOAT, p.ex),
-              *e325 = mk(3, VE, VC, 5, ACL_FLOAT, p.ex);
+    aclTensor *e433 = tu_mk(3, 4, VC, VH, ACL_FLOAT, p.ex), *e313 = tu_mk(3, VE, 1, VH, ACL_FLOAT, p.ex),
+              *e325 = tu_mk(3, VE, VC, 5, ACL_FLOAT, p.ex);
     c = vdrop(&p), c.ex = e433, EXPECT(c, TL, OP "expandedXOut dim0 must be 3, got 4");
     c = vdrop(&p), c.ex = e313, EXPECT(c, TL, OP "expandedXOut dim1 must be 2, got 1");
     c = vdrop(&p), c.ex = e325, EXPECT(c, TL, OP "expandedXOut dim2 must be 4, got 5");
-    aclTensor *r2 = mk(2, VN, VK, 0, ACL_INT32, p.row), *r11 = mk(1, 11, 0, 0, ACL_INT32, p.row);
+    aclTensor *r2 = tu_mk(2, VN, VK, 0, ACL_INT32, p.row), *r11 = tu_mk(1, 11, 0, 0, ACL_INT32, p.row);
     c = vdefault(&p), c.row = r2, EXPECT(c, TL, OP "expandedRowIdxOut must be 1-D, got 2-D (6, 2)");
     c = vdefault(&p), c.row = r11, EXPECT(c, TL, OP "expandedRowIdxOut dim0 must be 12, got 11");
-    aclTensor *c2 = mk(2, VE, 1, 0, ACL_INT32, p.cnt), *c4 = mk(1, 4, 0, 0, ACL_INT32, p.cnt);
+    aclTensor *c2 = tu_mk(2, VE, 1, 0, ACL_INT32, p.cnt), *c4 = tu_mk(1, 4, 0, 0, ACL_INT32, p.cnt);
     c = vdefault(&p), c.cnt = NULL;
     EXPECT(c, TL, OP "expertTokensCountOrCumsumOutOptional is NULL but its flag asks for it");
     c = vdefault(&p), c.cnt = c2, EXPECT(c, TL, OP "expertTokensCountOrCumsumOutOptional must be 1-D, got 2-D (3, 1)");
@@ -365,9 +350,9 @@ static void validation(void) {
     c = vdefault(&p), c.bef = c4, c.bflag = true, EXPECT(c, ACLNN_SUCCESS, NULL);
     c = vdefault(&p), c.cflag = 0, c.E = 0, c.cnt = c4, EXPECT(c, ACLNN_SUCCESS, NULL);
     /* all outputs empty: success, workspace 0, before any tiling rule */
-    aclTensor *x0 = mk(2, 0, VH, 0, ACL_FLOAT, p.x), *i0 = mk(2, 0, VK, 0, ACL_INT32, p.idx),
-              *ex0 = mk(2, 0, VH, 0, ACL_FLOAT, p.ex), *r0 = mk(1, 0, 0, 0, ACL_INT32, p.row),
-              *cn0 = mk(1, 0, 0, 0, ACL_INT32, p.cnt);
+    aclTensor *x0 = tu_mk(2, 0, VH, 0, ACL_FLOAT, p.x), *i0 = tu_mk(2, 0, VK, 0, ACL_INT32, p.idx),
+              *ex0 = tu_mk(2, 0, VH, 0, ACL_FLOAT, p.ex), *r0 = tu_mk(1, 0, 0, 0, ACL_INT32, p.row),
+              *cn0 = tu_mk(1, 0, 0, 0, ACL_INT32, p.cnt);
     {
         uint64_t ws = 7;
         aclOpExecutor *e = NULL;
@@ -389,8 +374,8 @@ static void validation(void) {
         c.cflag = bad[b].cflag;
         for (int i = 0; i < VN * VK; i++) p.idx[i] = i % VE;
         p.idx[2 * VK + 1] = bad[b].v;
-        memset(p.ex, RU_POISON, sizeof p.ex), memset(p.row, RU_POISON, sizeof p.row);
-        memset(p.cnt, RU_POISON, sizeof p.cnt), memset(p.bef, RU_POISON, sizeof p.bef);
+        memset(p.ex, TU_POISON, sizeof p.ex), memset(p.row, TU_POISON, sizeof p.row);
+        memset(p.cnt, TU_POISON, sizeof p.cnt), memset(p.bef, TU_POISON, sizeof p.bef);
         uint64_t ws = 0;
         aclOpExecutor *e = NULL;
         aclnnStatus rc = aclnnMoeInitRoutingV2GetWorkspaceSize(c.x, c.i, c.active, c.C, c.E, c.mode, c.cflag, c.bflag,
@@ -401,8 +386,8 @@ static void validation(void) {
         free(w);
         const char *m = aclGetRecentErrMsg();
         CHECK(rc == IV && m && strcmp(m, bad[b].msg) == 0, "bad id %zu: %d '%s'", b, rc, m ? m : "");
-        CHECK(ru_all_poison((unsigned char *)p.ex, sizeof p.ex) && ru_all_poison((unsigned char *)p.row, sizeof p.row) &&
-                  ru_all_poison((unsigned char *)p.cnt, sizeof p.cnt) && ru_all_poison((unsigned char *)p.bef, sizeof p.bef),
+        CHECK(tu_all_poison((unsigned char *)p.ex, sizeof p.ex) && tu_all_poison((unsigned char *)p.row, sizeof p.row) &&
+                  tu_all_poison((unsigned char *)p.cnt, sizeof p.cnt) && tu_all_poison((unsigned char *)p.bef, sizeof p.bef),
               "bad id %zu: an output was written", b);
     }
     /* phase 2 engine rules: short workspace, NULL workspace */
@@ -435,9 +420,9 @@ static void repeatable(void) {
     int32_t ia[N * K], ib[N * K], row[N * K], cnt[E];
     for (int i = 0; i < N * H; i++) xa[i] = (float)i, xb[i] = (float)(100 + i);
     for (int i = 0; i < N * K; i++) ia[i] = i % E, ib[i] = (N * K - 1 - i) % E;
-    aclTensor *tx = mk(2, N, H, 0, ACL_FLOAT, xa), *ti = mk(2, N, K, 0, ACL_INT32, ia),
-              *te = mk(2, N * K, H, 0, ACL_FLOAT, ex), *tr = mk(1, N * K, 0, 0, ACL_INT32, row),
-              *tc = mk(1, E, 0, 0, ACL_INT32, cnt);
+    aclTensor *tx = tu_mk(2, N, H, 0, ACL_FLOAT, xa), *ti = tu_mk(2, N, K, 0, ACL_INT32, ia),
+              *te = tu_mk(2, N * K, H, 0, ACL_FLOAT, ex), *tr = tu_mk(1, N * K, 0, 0, ACL_INT32, row),
+              *tc = tu_mk(1, E, 0, 0, ACL_INT32, cnt);
     uint64_t ws = 0;
     aclOpExecutor *e = NULL;
     CHECK(aclnnMoeInitRoutingV2GetWorkspaceSize(tx, ti, 0, 0, E, 0, 2, false, te, tr, tc, NULL, &ws, &e) ==
@@ -451,7 +436,7 @@ static void repeatable(void) {
             CHECK(aclSetInputTensorAddr(e, 0, tx, xb) == ACLNN_SUCCESS, "set x");
             CHECK(aclSetInputTensorAddr(e, 1, ti, ib) == ACLNN_SUCCESS, "set expertIdx");
         }
-        memset(ex, RU_POISON, sizeof ex), memset(row, RU_POISON, sizeof row), memset(cnt, RU_POISON, sizeof cnt);
+        memset(ex, TU_POISON, sizeof ex), memset(row, TU_POISON, sizeof row), memset(cnt, TU_POISON, sizeof cnt);
         CHECK(aclnnMoeInitRoutingV2(w, ws, e, NULL) == ACLNN_SUCCESS, "repeatable run %d", run);
         /* hand-made oracle: experts in order, positions in order within one */
         int i = 0;
@@ -473,7 +458,7 @@ static void repeatable(void) {
 
 int main(int argc, char **argv) {
     g_a2 = argc > 1 && strcmp(argv[1], "--a2") == 0;
-    ru_seed("test_init_routing_v2");
+    tu_seed("test_init_routing_v2");
     validation();
     repeatable();
     const int n = 400;

@@ -10,26 +10,10 @@
  * with its code and message and the phase-2 index rejections. */
 #include "aclnnop/aclnn_moe_init_routing_v2_grad.h"
 #include "ref_fp.h"
-#include "routing_util.h"
+#define TU_COUNT_FAILURES /* CHECK counts and goes on */
+#include "testutil.h"
 
 #define OP "aclnnMoeInitRoutingV2Grad: "
-static int g_fail, g_cases, g_checks;
-
-#define CHECK(cond, ...)                                \
-    do {                                                \
-        g_checks++;                                     \
-        if (!(cond)) {                                  \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                        \
-            printf("\n");                               \
-            g_fail++;                                   \
-        }                                               \
-    } while (0)
-
-static aclTensor *mk(int nd, int64_t d0, int64_t d1, int64_t d2, aclDataType dt, void *data) {
-    int64_t dims[3] = {d0, d1, d2};
-    return aclCreateTensor(dims, (uint64_t)nd, dt, NULL, 0, ACL_FORMAT_ND, dims, (uint64_t)nd, data);
-}
 
 static const aclDataType DT[3] = {ACL_FLOAT16, ACL_BF16, ACL_FLOAT};
 
@@ -59,25 +43,25 @@ static int run_case(int mode, aclDataType dt, int64_t N, int64_t K, int64_t H, i
     /* gradExpandedX values: random finite numbers, exact zeros of both signs */
     unsigned char *g = malloc((size_t)(D0 * H) * es + 1);
     for (int64_t i = 0; i < D0 * H; i++) {
-        float v = (float)((double)(int64_t)(ru_next() % 2000001) / 250000.0 - 4.0);
-        if (ru_int(0, 15) == 0) v = ru_int(0, 1) ? 0.0f : -0.0f;
+        float v = (float)((double)(int64_t)(tu_next() % 2000001) / 250000.0 - 4.0);
+        if (tu_int(0, 15) == 0) v = tu_int(0, 1) ? 0.0f : -0.0f;
         enc(dt, g + i * (int64_t)es, v);
     }
     /* index values */
     int32_t *idx = malloc(sizeof *idx * (size_t)(T + 1));
     for (int64_t i = 0; i < T; i++) idx[i] = (int32_t)i;
     for (int64_t i = T - 1; i > 0; i--) { /* a permutation of [0, T) */
-        int64_t j = ru_int(0, i);
+        int64_t j = tu_int(0, i);
         int32_t s = idx[i];
         idx[i] = idx[j], idx[j] = s;
     }
     for (int64_t i = 0; i < T; i++) {
-        if (mode == 0 && active == 0 && repeats) idx[i] = (int32_t)ru_int(0, T - 1);
-        if (mode == 0 && active > 0 && repeats) idx[i] = (int32_t)ru_int(0, T + 3);
-        if (mode == 1) idx[i] = ru_int(0, 3) == 0 || D0 == 0 ? -1 : (int32_t)ru_int(0, D0 - 1);
+        if (mode == 0 && active == 0 && repeats) idx[i] = (int32_t)tu_int(0, T - 1);
+        if (mode == 0 && active > 0 && repeats) idx[i] = (int32_t)tu_int(0, T + 3);
+        if (mode == 1) idx[i] = tu_int(0, 3) == 0 || D0 == 0 ? -1 : (int32_t)tu_int(0, D0 - 1);
     }
     /* views: padded rows, sometimes every other element, an offset */
-    const int64_t s1 = ru_int(0, 3) == 0 ? 2 : 1, s0 = H * s1 + ru_int(0, 3), off = ru_int(0, 5);
+    const int64_t s1 = tu_int(0, 3) == 0 ? 2 : 1, s0 = H * s1 + tu_int(0, 3), off = tu_int(0, 5);
     aclTensor *tg;
     unsigned char *gstore;
     if (mode == 1) {
@@ -89,14 +73,14 @@ static int run_case(int mode, aclDataType dt, int64_t N, int64_t K, int64_t H, i
         int64_t dims[3] = {E, C, H}, st[3] = {C * s0, s0, s1}, sd[1] = {span};
         tg = aclCreateTensor(dims, 3, dt, st, off, ACL_FORMAT_ND, sd, 1, gstore);
     } else {
-        ru_view v = ru_make_view(g, 2, D0, H, dt, es, off, s0, s1);
+        tu_owned v = tu_make_view(g, 2, D0, H, dt, es, off, s0, s1);
         tg = v.t, gstore = v.store;
     }
-    ru_view iv = ru_int(0, 2) == 0 ? ru_make_view(idx, 2, T, 1, ACL_INT32, 4, ru_int(0, 3), ru_int(1, 2), 1)
-                                   : ru_make_view(idx, 1, T, 1, ACL_INT32, 4, ru_int(0, 3), ru_int(1, 2), 0);
+    tu_owned iv = tu_int(0, 2) == 0 ? tu_make_view(idx, 2, T, 1, ACL_INT32, 4, tu_int(0, 3), tu_int(1, 2), 1)
+                                   : tu_make_view(idx, 1, T, 1, ACL_INT32, 4, tu_int(0, 3), tu_int(1, 2), 0);
     const size_t ob = (size_t)(N * H) * es;
-    unsigned char *out = ru_poisoned(ob);
-    aclTensor *to = mk(2, N, H, 0, dt, out);
+    unsigned char *out = tu_poisoned(ob);
+    aclTensor *to = tu_mk(2, N, H, 0, dt, out);
     uint64_t wsz = 0;
     aclOpExecutor *e = NULL;
     int bad = 0;
@@ -108,7 +92,7 @@ static int run_case(int mode, aclDataType dt, int64_t N, int64_t K, int64_t H, i
         printf("FAIL %s: phase 1 = %d (%s)\n", what, rc, aclGetRecentErrMsg()), bad = 1;
     } else {
         void *ws = wsz ? malloc(wsz) : NULL;
-        if (ws) memset(ws, RU_POISON, wsz);
+        if (ws) memset(ws, TU_POISON, wsz);
         rc = aclnnMoeInitRoutingV2Grad(ws, wsz, e, NULL);
         free(ws);
         if (rc != ACLNN_SUCCESS) printf("FAIL %s: phase 2 = %d (%s)\n", what, rc, aclGetRecentErrMsg()), bad = 1;
@@ -129,13 +113,13 @@ static int run_case(int mode, aclDataType dt, int64_t N, int64_t K, int64_t H, i
             }
             enc(dt, want + (size_t)(r * H + h) * es, any ? acc : 0.0f);
         }
-    if (!bad && (memcmp(out, want, ob) != 0 || !ru_guard_ok(out, ob))) {
+    if (!bad && (memcmp(out, want, ob) != 0 || !tu_guard_ok(out, ob))) {
         for (size_t i = 0; i < ob; i++)
             if (out[i] != want[i]) {
                 printf("FAIL %s: out byte %zu = %02x, want %02x\n", what, i, out[i], want[i]);
                 break;
             }
-        if (!ru_guard_ok(out, ob)) printf("FAIL %s: out written past its end\n", what);
+        if (!tu_guard_ok(out, ob)) printf("FAIL %s: out written past its end\n", what);
         bad = 1;
     }
     g_cases++;
@@ -152,8 +136,8 @@ static void validation(void) {
     int32_t idx[N * K];
     for (int i = 0; i < N * K; i++) idx[i] = i;
     for (int i = 0; i < N * K * H; i++) g[i] = (float)i;
-    aclTensor *tg = mk(2, N * K, H, 0, ACL_FLOAT, g), *ti = mk(1, N * K, 0, 0, ACL_INT32, idx),
-              *to = mk(2, N, H, 0, ACL_FLOAT, out), *tg3 = mk(3, E, C, H, ACL_FLOAT, g);
+    aclTensor *tg = tu_mk(2, N * K, H, 0, ACL_FLOAT, g), *ti = tu_mk(1, N * K, 0, 0, ACL_INT32, idx),
+              *to = tu_mk(2, N, H, 0, ACL_FLOAT, out), *tg3 = tu_mk(3, E, C, H, ACL_FLOAT, g);
     struct {
         const aclTensor *g, *i, *o;
         int64_t k, mode, active;
@@ -188,13 +172,13 @@ static void validation(void) {
         if (rc == ACLNN_SUCCESS) aclDestroyAclOpExecutor(e);
     }
     /* dtypes, formats, contiguity, shapes: one tensor changed at a time */
-    aclTensor *gh = mk(2, N * K, H, 0, ACL_FLOAT16, g), *gi = mk(2, N * K, H, 0, ACL_INT32, g),
-              *i64 = mk(1, N * K, 0, 0, ACL_INT64, idx), *oh = mk(2, N, H, 0, ACL_FLOAT16, out),
-              *g4 = mk(1, N * K * H, 0, 0, ACL_FLOAT, g), *gw = mk(2, N * K, H + 1, 0, ACL_FLOAT, g),
-              *g5 = mk(2, 5, H, 0, ACL_FLOAT, g), *o3 = mk(3, N, H, 1, ACL_FLOAT, out),
-              *i0 = mk(1, 0, 0, 0, ACL_INT32, idx), *i5 = mk(1, 5, 0, 0, ACL_INT32, idx),
-              *o5 = mk(2, 2, H, 0, ACL_FLOAT, out), *g0 = mk(2, 0, H, 0, ACL_FLOAT, g), *o0 = mk(2, 0, H, 0, ACL_FLOAT, out),
-              *tga = mk(2, 4, H, 0, ACL_FLOAT, g), *g3z = mk(3, 0, C, H, ACL_FLOAT, g);
+    aclTensor *gh = tu_mk(2, N * K, H, 0, ACL_FLOAT16, g), *gi = tu_mk(2, N * K, H, 0, ACL_INT32, g),
+              *i64 = tu_mk(1, N * K, 0, 0, ACL_INT64, idx), *oh = tu_mk(2, N, H, 0, ACL_FLOAT16, out),
+              *g4 = tu_mk(1, N * K * H, 0, 0, ACL_FLOAT, g), *gw = tu_mk(2, N * K, H + 1, 0, ACL_FLOAT, g),
+              *g5 = tu_mk(2, 5, H, 0, ACL_FLOAT, g), *o3 = tu_mk(3, N, H, 1, ACL_FLOAT, out),
+              *i0 = tu_mk(1, 0, 0, 0, ACL_INT32, idx), *i5 = tu_mk(1, 5, 0, 0, ACL_INT32, idx),
+              *o5 = tu_mk(2, 2, H, 0, ACL_FLOAT, out), *g0 = tu_mk(2, 0, H, 0, ACL_FLOAT, g), *o0 = tu_mk(2, 0, H, 0, ACL_FLOAT, out),
+              *tga = tu_mk(2, 4, H, 0, ACL_FLOAT, g), *g3z = tu_mk(3, 0, C, H, ACL_FLOAT, g);
     int64_t od[2] = {N, H}, os[2] = {1, N}, osd[1] = {N * H};
     aclTensor *ocm = aclCreateTensor(od, 2, ACL_FLOAT, os, 0, ACL_FORMAT_ND, osd, 1, out);
     struct {
@@ -248,7 +232,7 @@ static void validation(void) {
     for (size_t b = 0; b < sizeof bad / sizeof *bad; b++) {
         for (int i = 0; i < N * K; i++) idx[i] = i;
         idx[3] = bad[b].v;
-        memset(out, RU_POISON, sizeof out);
+        memset(out, TU_POISON, sizeof out);
         uint64_t ws = 0;
         aclOpExecutor *e = NULL;
         aclnnStatus rc = aclnnMoeInitRoutingV2GradGetWorkspaceSize(bad[b].g, ti, K, bad[b].mode, bad[b].active, to, &ws, &e);
@@ -257,7 +241,7 @@ static void validation(void) {
         rc = aclnnMoeInitRoutingV2Grad(w, ws, e, NULL);
         const char *m = aclGetRecentErrMsg();
         CHECK(rc == IV && m && strcmp(m, bad[b].msg) == 0, "bad %zu: %d '%s'", b, rc, m ? m : "");
-        CHECK(ru_all_poison((unsigned char *)out, sizeof out), "bad %zu: out was written", b);
+        CHECK(tu_all_poison((unsigned char *)out, sizeof out), "bad %zu: out was written", b);
         free(w);
     }
     /* active mode skips values >= activeNum, any size; drop/pad skips -1 */
@@ -295,20 +279,20 @@ static void validation(void) {
 }
 
 int main(void) {
-    ru_seed("test_init_routing_v2_grad");
+    tu_seed("test_init_routing_v2_grad");
     ref_build_tabs();
     validation();
     for (int i = 0; i < 300; i++) {
-        const int mode = (int)ru_int(0, 2) == 2 ? 1 : 0;
-        const aclDataType dt = DT[ru_int(0, 2)];
-        const int64_t N = i == 0 ? 3001 : ru_int(1, 29), K = i == 0 ? 4 : ru_int(1, 9);
-        int64_t H = i == 0 ? 7 : ru_int(1, 37);
+        const int mode = (int)tu_int(0, 2) == 2 ? 1 : 0;
+        const aclDataType dt = DT[tu_int(0, 2)];
+        const int64_t N = i == 0 ? 3001 : tu_int(1, 29), K = i == 0 ? 4 : tu_int(1, 9);
+        int64_t H = i == 0 ? 7 : tu_int(1, 37);
         const int64_t T = N * K;
         int64_t active = 0, E = 0, C = 0;
-        if (mode == 0 && ru_int(0, 1)) active = ru_int(1, T + 5);
-        if (mode == 1) E = ru_int(1, 6), C = ru_int(1, 5);
+        if (mode == 0 && tu_int(0, 1)) active = tu_int(1, T + 5);
+        if (mode == 1) E = tu_int(1, 6), C = tu_int(1, 5);
         if (i == 1) H = 1500; /* past one fp32 tile */
-        run_case(mode, dt, N, K, H, active, E, C, (int)ru_int(0, 1));
+        run_case(mode, dt, N, K, H, active, E, C, (int)tu_int(0, 1));
     }
     printf("test_init_routing_v2_grad: %d random cases, %d validation checks, %d failed\n", g_cases, g_checks, g_fail);
     return g_fail != 0;

@@ -26,7 +26,7 @@
 
 static void arrays(void) {
     for (int round = 0; round < 20; round++) {
-        uint64_t n = (uint64_t)tu_range(0, 37);
+        uint64_t n = (uint64_t)tu_int(0, 37);
         int64_t iv[40];
         float fv[40];
         bool bv[40];
@@ -106,10 +106,10 @@ static void scalars_lists(void) {
 
     /* tensor lists: random lengths, NULL-data tensors, destroyed by the list */
     for (int round = 0; round < 10; round++) {
-        uint64_t len = (uint64_t)tu_range(0, 9);
+        uint64_t len = (uint64_t)tu_int(0, 9);
         aclTensor *ts[9];
         for (uint64_t i = 0; i < len; i++) {
-            int64_t dims[2] = {tu_range(0, 5), tu_range(1, 7)};
+            int64_t dims[2] = {tu_int(0, 5), tu_int(1, 7)};
             ts[i] = tu_tensor(dims, 2, ACL_BF16, NULL);
             CHECK(ts[i] != NULL);
         }
@@ -152,10 +152,10 @@ static void expect_array(const char *what, int64_t *got, uint64_t n, const int64
 
 static void getters(void) {
     for (int round = 0; round < 30; round++) {
-        int nd = (int)tu_range(0, 8);
+        int nd = (int)tu_int(0, 8);
         int64_t dims[8], strides[8], want_strides[8], numel = 1;
         for (int i = 0; i < nd; i++) {
-            dims[i] = tu_range(1, 4);
+            dims[i] = tu_int(1, 4);
             numel *= dims[i];
         }
         int64_t s = 1;
@@ -165,7 +165,7 @@ static void getters(void) {
         }
         bool given = tu_chance(50);
         for (int i = 0; i < nd; i++) strides[i] = want_strides[i];
-        int64_t offset = tu_range(0, 3), storage[1] = {numel + offset + (int64_t)tu_range(0, 2)};
+        int64_t offset = tu_int(0, 3), storage[1] = {numel + offset + (int64_t)tu_int(0, 2)};
         aclDataType dt = tu_chance(50) ? ACL_FLOAT16 : ACL_INT32;
         aclFormat fmt = tu_chance(50) ? ACL_FORMAT_ND : ACL_FORMAT_NCHW;
         void *data = tu_chance(30) ? NULL : (void *)(uintptr_t)0x1000;

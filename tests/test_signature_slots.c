@@ -18,7 +18,7 @@
 enum { N = 5, K = 3, T = N * K, H = 7 };
 static int a2; /* MOEFR_SOC=ascend910b */
 
-static float dyadic(void) { return (float)(tu_range(-64, 64)) / 16.0f; }
+static float dyadic(void) { return (float)(tu_int(-64, 64)) / 16.0f; }
 static void fill(float *p, int n) {
     for (int i = 0; i < n; i++) p[i] = dyadic();
 }

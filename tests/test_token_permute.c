@@ -16,22 +16,12 @@
 #include "aclnnop/aclnn_moe_token_unpermute_grad.h"
 #include "fwd_ref.h"
 #include "ref_fp.h"
-#include "routing_util.h"
+#define TU_COUNT_FAILURES /* CHECK counts and goes on */
+#include "testutil.h"
 
-static int g_fail, g_cases, g_checks, A2;
+static int A2;
 
 #define FAILED(...) (printf("FAIL %s:%d: ", __FILE__, __LINE__), printf(__VA_ARGS__), printf("\n"), g_checks++, g_fail++)
-
-#define CHECK(cond, ...)                                \
-    do {                                                \
-        g_checks++;                                     \
-        if (!(cond)) {                                  \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                        \
-            printf("\n");                               \
-            g_fail++;                                   \
-        }                                               \
-    } while (0)
 
 static size_t esz(aclDataType dt) {
     return dt == ACL_FLOAT || dt == ACL_INT32 ? 4 : dt == ACL_INT64 ? 8 : dt == ACL_INT8 ? 1 : 2;
@@ -63,17 +53,15 @@ static double rnd(aclDataType dt, double v) {
 /* a random value of dt: small numbers, zeros of both signs */
 static void rand_val(aclDataType dt, unsigned char *p) {
     if (dt == ACL_INT8) {
-        *(int8_t *)p = (int8_t)ru_int(-128, 127);
+        *(int8_t *)p = (int8_t)tu_int(-128, 127);
         return;
     }
-    double v = (double)ru_int(-4000, 4000) / 512.0;
-    if (ru_int(0, 15) == 0) v = ru_int(0, 1) ? 0.0 : -0.0;
+    double v = (double)tu_int(-4000, 4000) / 512.0;
+    if (tu_int(0, 15) == 0) v = tu_int(0, 1) ? 0.0 : -0.0;
     enc(dt, p, v);
 }
 
-static aclTensor *mk(int nd, const int64_t *dims, aclDataType dt, void *data) {
-    return aclCreateTensor(dims, (uint64_t)nd, dt, NULL, 0, ACL_FORMAT_ND, dims, (uint64_t)nd, data);
-}
+static aclTensor *mk(int nd, const int64_t *dims, aclDataType dt, void *data) { return tu_tensor(dims, nd, dt, data); }
 static aclTensor *mk2(int64_t d0, int64_t d1, aclDataType dt, void *data) {
     int64_t d[2] = {d0, d1};
     return mk(2, d, dt, data);
@@ -83,25 +71,12 @@ static aclTensor *mk1(int64_t d0, aclDataType dt, void *data) { return mk(1, &d0
 /* An nd strided view of contiguous src: each dim's stride padded a little,
  * sometimes every other element, an offset. */
 static aclTensor *strided(const void *src, int nd, const int64_t *dims, aclDataType dt, unsigned char **store) {
-    const size_t es = esz(dt);
-    int64_t st[8], span = 1, off = ru_int(0, 3), n = 1;
-    st[nd - 1] = ru_int(1, 2);
-    for (int d = nd - 2; d >= 0; d--) st[d] = st[d + 1] * (dims[d + 1] > 0 ? dims[d + 1] : 1) + ru_int(0, 2);
-    for (int d = 0; d < nd; d++) {
-        span += (dims[d] > 0 ? dims[d] - 1 : 0) * st[d];
-        n *= dims[d];
-    }
-    span += off;
-    *store = malloc((size_t)span * es + 1);
-    memset(*store, 0x5A, (size_t)span * es + 1);
-    int64_t idx[8] = {0};
-    for (int64_t i = 0; i < n; i++) {
-        int64_t o = off;
-        for (int d = 0; d < nd; d++) o += idx[d] * st[d];
-        memcpy(*store + o * (int64_t)es, (const char *)src + i * (int64_t)es, es);
-        for (int d = nd - 1; d >= 0 && ++idx[d] == dims[d]; d--) idx[d] = 0;
-    }
-    return aclCreateTensor(dims, (uint64_t)nd, dt, st, off, ACL_FORMAT_ND, &span, 1, *store);
+    int64_t st[8], off = tu_int(0, 3);
+    st[nd - 1] = tu_int(1, 2);
+    for (int d = nd - 2; d >= 0; d--) st[d] = st[d + 1] * (dims[d + 1] > 0 ? dims[d + 1] : 1) + tu_int(0, 2);
+    tu_owned v = tu_strided(src, nd, dims, st, off, tu_span(nd, dims, st, off), dt, esz(dt), 0x5A, 1);
+    *store = v.store;
+    return v.t;
 }
 
 static int64_t clamp_out(int64_t numOut, int64_t T) {
@@ -111,7 +86,7 @@ static int64_t clamp_out(int64_t numOut, int64_t T) {
 
 static void *run_ws(uint64_t wsz) {
     void *ws = wsz ? malloc(wsz) : NULL;
-    if (ws) memset(ws, RU_POISON, wsz);
+    if (ws) memset(ws, TU_POISON, wsz);
     return ws;
 }
 
@@ -126,8 +101,8 @@ static void permute_case(aclDataType dt, aclDataType it, int64_t N, int64_t K, i
     int64_t *key = malloc(sizeof *key * (size_t)(T + 1)), *perm = malloc(sizeof *perm * (size_t)(T + 1));
     unsigned char *ind = malloc((size_t)T * ies + 1);
     for (int64_t j = 0; j < T; j++) {
-        int64_t e = ru_int(0, E - 1);
-        if (A2 && ru_int(0, 9) == 0) e = ru_int(0, 1) ? (it == ACL_INT32 ? INT32_MIN : INT64_MIN) : (it == ACL_INT32 ? INT32_MAX : INT64_MAX);
+        int64_t e = tu_int(0, E - 1);
+        if (A2 && tu_int(0, 9) == 0) e = tu_int(0, 1) ? (it == ACL_INT32 ? INT32_MIN : INT64_MIN) : (it == ACL_INT32 ? INT32_MAX : INT64_MAX);
         key[j] = e;
         if (it == ACL_INT32) {
             int32_t v = (int32_t)e;
@@ -136,16 +111,16 @@ static void permute_case(aclDataType dt, aclDataType it, int64_t N, int64_t K, i
             memcpy(ind + j * 8, &e, 8);
         }
     }
-    ru_ref_sort(key, T, perm);
+    tu_ref_sort(key, T, perm);
     unsigned char *ts = NULL, *is = NULL;
     int64_t tdims[3] = {N, H, 1};
     int tnd = 2;
     if (rank3 && H % 2 == 0) tdims[1] = 2, tdims[2] = H / 2, tnd = 3;
-    aclTensor *tt = ru_int(0, 1) ? strided(tok, tnd, tdims, dt, &ts) : mk(tnd, tdims, dt, tok);
+    aclTensor *tt = tu_int(0, 1) ? strided(tok, tnd, tdims, dt, &ts) : mk(tnd, tdims, dt, tok);
     int64_t idims[2] = {N, K};
-    aclTensor *ti = ru_int(0, 1) ? strided(ind, one_d ? 1 : 2, idims, it, &is) : mk(one_d ? 1 : 2, idims, it, ind);
+    aclTensor *ti = tu_int(0, 1) ? strided(ind, one_d ? 1 : 2, idims, it, &is) : mk(one_d ? 1 : 2, idims, it, ind);
     const size_t ob = (size_t)(A * H) * es, rb = (size_t)T * 4;
-    unsigned char *out = ru_poisoned(ob), *row = ru_poisoned(rb);
+    unsigned char *out = tu_poisoned(ob), *row = tu_poisoned(rb);
     aclTensor *to = mk2(A, H, dt, out), *tr = mk1(T, ACL_INT32, row);
     uint64_t wsz = 0;
     aclOpExecutor *e = NULL;
@@ -169,7 +144,7 @@ static void permute_case(aclDataType dt, aclDataType it, int64_t N, int64_t K, i
         for (int64_t i = 0; i < A && !bad; i++)
             if (memcmp(out + i * H * (int64_t)es, tok + (perm[i] / K) * H * (int64_t)es, (size_t)H * es))
                 bad = 1, FAILED("%s: permuteTokensOut row %lld is not tokens row %lld", what, (long long)i, (long long)(perm[i] / K));
-        CHECK(ru_guard_ok(out, ob) && ru_guard_ok(row, rb), "%s: guard bytes overwritten", what);
+        CHECK(tu_guard_ok(out, ob) && tu_guard_ok(row, rb), "%s: guard bytes overwritten", what);
     }
     g_cases++;
     aclDestroyTensor(tt), aclDestroyTensor(ti), aclDestroyTensor(to), aclDestroyTensor(tr);
@@ -186,17 +161,17 @@ static void permute_grad_case(aclDataType dt, int64_t N, int64_t K, int64_t H, i
     int32_t *idx = malloc(4 * (size_t)(T + 1));
     for (int64_t i = 0; i < T; i++) idx[i] = (int32_t)i;
     for (int64_t i = T - 1; i > 0; i--) {
-        int64_t j = ru_int(0, i);
+        int64_t j = tu_int(0, i);
         int32_t s = idx[i];
         idx[i] = idx[j], idx[j] = s;
     }
-    for (int64_t i = 0; repeats && i < T; i++) idx[i] = (int32_t)ru_int(0, T + 2);
+    for (int64_t i = 0; repeats && i < T; i++) idx[i] = (int32_t)tu_int(0, T + 2);
     unsigned char *gs = NULL, *is = NULL;
     int64_t gd[2] = {M, H}, id[1] = {T};
-    aclTensor *tg = ru_int(0, 1) ? strided(g, 2, gd, dt, &gs) : mk(2, gd, dt, g);
-    aclTensor *ti = ru_int(0, 1) ? strided(idx, 1, id, ACL_INT32, &is) : mk(1, id, ACL_INT32, idx);
+    aclTensor *tg = tu_int(0, 1) ? strided(g, 2, gd, dt, &gs) : mk(2, gd, dt, g);
+    aclTensor *ti = tu_int(0, 1) ? strided(idx, 1, id, ACL_INT32, &is) : mk(1, id, ACL_INT32, idx);
     const size_t ob = (size_t)(N * H) * es;
-    unsigned char *out = ru_poisoned(ob);
+    unsigned char *out = tu_poisoned(ob);
     aclTensor *to = mk2(N, H, dt, out);
     uint64_t wsz = 0;
     aclOpExecutor *e = NULL;
@@ -228,7 +203,7 @@ static void permute_grad_case(aclDataType dt, int64_t N, int64_t K, int64_t H, i
                     bad = 1, FAILED("%s: out[%lld][%lld] = %g, want %g", what, (long long)r, (long long)h,
                                    dec(dt, out + (r * H + h) * (int64_t)es), dec(dt, want));
             }
-        CHECK(ru_guard_ok(out, ob), "%s: guard bytes overwritten", what);
+        CHECK(tu_guard_ok(out, ob), "%s: guard bytes overwritten", what);
     }
     g_cases++;
     aclDestroyTensor(tg), aclDestroyTensor(ti), aclDestroyTensor(to);
@@ -247,18 +222,18 @@ static void unpermute_case(aclDataType dt, aclDataType pt, int64_t N, int64_t K,
     for (int64_t i = 0; i < M * H; i++) rand_val(dt, x + i * (int64_t)es);
     for (int64_t i = 0; i < T; i++) rand_val(pt, p + i * (int64_t)pes);
     int32_t *idx = malloc(4 * (size_t)(T + 1));
-    for (int64_t i = 0; i < T; i++) idx[i] = (int32_t)ru_int(0, M + 2);
+    for (int64_t i = 0; i < T; i++) idx[i] = (int32_t)tu_int(0, M + 2);
     if (specials && M > 0 && probs) /* a row of inf, named only with prob 0: A2 skips it, 950 makes NaN */
         for (int64_t h = 0; h < H; h++) enc(dt, x + ((M - 1) * H + h) * (int64_t)es, INFINITY);
     for (int64_t i = 0; specials && probs && i < T; i++)
         if (idx[i] == M - 1) enc(pt, p + i * (int64_t)pes, 0.0);
     unsigned char *xs = NULL, *is = NULL, *ps = NULL;
     int64_t xd[2] = {M, H}, id[1] = {T}, pd[2] = {N, K};
-    aclTensor *tx = ru_int(0, 1) ? strided(x, 2, xd, dt, &xs) : mk(2, xd, dt, x);
-    aclTensor *ti = ru_int(0, 1) ? strided(idx, 1, id, ACL_INT32, &is) : mk(1, id, ACL_INT32, idx);
-    aclTensor *tp = !probs ? NULL : ru_int(0, 1) ? strided(p, 2, pd, pt, &ps) : mk(2, pd, pt, p);
+    aclTensor *tx = tu_int(0, 1) ? strided(x, 2, xd, dt, &xs) : mk(2, xd, dt, x);
+    aclTensor *ti = tu_int(0, 1) ? strided(idx, 1, id, ACL_INT32, &is) : mk(1, id, ACL_INT32, idx);
+    aclTensor *tp = !probs ? NULL : tu_int(0, 1) ? strided(p, 2, pd, pt, &ps) : mk(2, pd, pt, p);
     const size_t ob = (size_t)(N * H) * es;
-    unsigned char *out = ru_poisoned(ob);
+    unsigned char *out = tu_poisoned(ob);
     aclTensor *to = mk2(N, H, dt, out);
     uint64_t wsz = 0;
     aclOpExecutor *e = NULL;
@@ -301,7 +276,7 @@ static void unpermute_case(aclDataType dt, aclDataType pt, int64_t N, int64_t K,
             }
         }
         free(xr), free(br), free(sr), free(want);
-        CHECK(ru_guard_ok(out, ob), "%s: guard bytes overwritten", what);
+        CHECK(tu_guard_ok(out, ob), "%s: guard bytes overwritten", what);
     }
     g_cases++;
     aclDestroyTensor(tx), aclDestroyTensor(ti), aclDestroyTensor(to);
@@ -327,20 +302,20 @@ static void unpermute_grad_case(aclDataType dt, aclDataType pt, int64_t N, int64
     int32_t *idx = malloc(4 * (size_t)(T + 1));
     for (int64_t i = 0; i < T; i++) idx[i] = (int32_t)i;
     for (int64_t i = T - 1; i > 0; i--) {
-        int64_t j = ru_int(0, i);
+        int64_t j = tu_int(0, i);
         int32_t s = idx[i];
         idx[i] = idx[j], idx[j] = s;
     }
     for (int64_t i = 0; repeats && i < T; i++)
-        if (ru_int(0, 3) == 0) idx[i] = (int32_t)ru_int(0, M + 1);
+        if (tu_int(0, 3) == 0) idx[i] = (int32_t)tu_int(0, M + 1);
     unsigned char *xs = NULL, *gs = NULL, *is = NULL, *ps = NULL;
     int64_t xd[2] = {M, H}, gd[2] = {N, H}, id[1] = {T}, pd[2] = {N, K};
-    aclTensor *tx = ru_int(0, 1) ? strided(x, 2, xd, dt, &xs) : mk(2, xd, dt, x);
-    aclTensor *tg = ru_int(0, 1) ? strided(g, 2, gd, dt, &gs) : mk(2, gd, dt, g);
-    aclTensor *ti = ru_int(0, 1) ? strided(idx, 1, id, ACL_INT32, &is) : mk(1, id, ACL_INT32, idx);
-    aclTensor *tp = !probs ? NULL : ru_int(0, 1) ? strided(p, 2, pd, pt, &ps) : mk(2, pd, pt, p);
+    aclTensor *tx = tu_int(0, 1) ? strided(x, 2, xd, dt, &xs) : mk(2, xd, dt, x);
+    aclTensor *tg = tu_int(0, 1) ? strided(g, 2, gd, dt, &gs) : mk(2, gd, dt, g);
+    aclTensor *ti = tu_int(0, 1) ? strided(idx, 1, id, ACL_INT32, &is) : mk(1, id, ACL_INT32, idx);
+    aclTensor *tp = !probs ? NULL : tu_int(0, 1) ? strided(p, 2, pd, pt, &ps) : mk(2, pd, pt, p);
     const size_t ob = (size_t)(M * H) * es, pb = (size_t)T * pes;
-    unsigned char *out = ru_poisoned(ob), *pg = ru_poisoned(pb);
+    unsigned char *out = tu_poisoned(ob), *pg = tu_poisoned(pb);
     aclTensor *to = mk2(M, H, dt, out), *tpg = mk2(N, K, pt, pg);
     uint64_t wsz = 0;
     aclOpExecutor *e = NULL;
@@ -385,8 +360,8 @@ static void unpermute_grad_case(aclDataType dt, aclDataType pt, int64_t N, int64
                 bad = 1, FAILED("%s: probsGradOut[%lld] = %.17g, want %.17g", what, (long long)i, got, exact);
             if (d >= M) CHECK(got == 0.0 && !signbit(got), "%s: probsGradOut[%lld] of a dropped slot = %g", what, (long long)i, got);
         }
-        if (!probs) CHECK(ru_all_poison(pg, pb), "%s: probsGradOut written without probs", what);
-        CHECK(ru_guard_ok(out, ob) && ru_guard_ok(pg, pb), "%s: guard bytes overwritten", what);
+        if (!probs) CHECK(tu_all_poison(pg, pb), "%s: probsGradOut written without probs", what);
+        CHECK(tu_guard_ok(out, ob) && tu_guard_ok(pg, pb), "%s: guard bytes overwritten", what);
         free(owner);
     }
     g_cases++;
@@ -413,14 +388,14 @@ static aclnnStatus run2(aclnnStatus rc, aclOpExecutor **e, const uint64_t *wsz,
     return rc;
 }
 static void adjoints(void) {
-    const int64_t N = ru_int(1, 30), K = ru_int(1, 6), H = ru_int(1, 19), T = N * K, A = ru_int(1, T);
+    const int64_t N = tu_int(1, 30), K = tu_int(1, 6), H = tu_int(1, 19), T = N * K, A = tu_int(1, T);
     float *x = malloc(4 * (size_t)(N * H)), *G = malloc(4 * (size_t)(T * H)), *px = calloc((size_t)(T * H), 4),
           *gx = calloc((size_t)(N * H), 4), *p = malloc(4 * (size_t)T), *W = malloc(4 * (size_t)(N * H)),
           *uo = calloc((size_t)(N * H), 4), *ug = calloc((size_t)(A * H), 4), *pg = calloc((size_t)T, 4);
     int32_t *ind = malloc(4 * (size_t)T), *si = malloc(4 * (size_t)T);
-    for (int64_t i = 0; i < N * H; i++) x[i] = (float)ru_int(-8, 8), W[i] = (float)ru_int(-8, 8);
-    for (int64_t i = 0; i < T * H; i++) G[i] = (float)ru_int(-8, 8);
-    for (int64_t i = 0; i < T; i++) ind[i] = (int32_t)ru_int(0, 5), p[i] = (float)ru_int(-3, 3);
+    for (int64_t i = 0; i < N * H; i++) x[i] = (float)tu_int(-8, 8), W[i] = (float)tu_int(-8, 8);
+    for (int64_t i = 0; i < T * H; i++) G[i] = (float)tu_int(-8, 8);
+    for (int64_t i = 0; i < T; i++) ind[i] = (int32_t)tu_int(0, 5), p[i] = (float)tu_int(-3, 3);
     aclTensor *tx = mk2(N, H, ACL_FLOAT, x), *ti = mk2(N, K, ACL_INT32, ind), *tpx = mk2(A, H, ACL_FLOAT, px),
               *tsi = mk1(T, ACL_INT32, si), *tG = mk2(A, H, ACL_FLOAT, G), *tgx = mk2(N, H, ACL_FLOAT, gx);
     uint64_t w = 0;
@@ -500,12 +475,12 @@ static void validation(void) {
     CHECK(aclnnMoeTokenPermute(NULL, 0, e, NULL) == 0, "permute empty run");
     /* phase 2: an id CANN cannot sort -> 161002, outputs untouched */
     {
-        unsigned char *po = ru_poisoned(8 * 3 * 4), *pr = ru_poisoned(32);
+        unsigned char *po = tu_poisoned(8 * 3 * 4), *pr = tu_poisoned(32);
         aclTensor *tpo = mk2(8, 3, ACL_FLOAT, po), *tpr = mk1(8, ACL_INT32, pr);
         const int32_t badv[3] = {-1, INT32_MIN, 16777215};
         for (int b = 0; b < 3; b++) {
             ind[5] = badv[b];
-            memset(po, RU_POISON, 96), memset(pr, RU_POISON, 32);
+            memset(po, TU_POISON, 96), memset(pr, TU_POISON, 32);
             const int want = b == 1 && A2 ? 0 : b == 2 && !A2 ? 0 : 161002;
             aclnnStatus rc = aclnnMoeTokenPermuteGetWorkspaceSize(tt, ti, 0, false, tpo, tpr, &w, &e);
             if (rc == 0) {
@@ -514,7 +489,7 @@ static void validation(void) {
                 free(ws);
             }
             CHECK(rc == want, "permute id %d: %d, want %d (%s)", badv[b], rc, want, aclGetRecentErrMsg());
-            if (want) CHECK(ru_all_poison(po, 96) && ru_all_poison(pr, 32), "permute id %d: outputs touched", badv[b]);
+            if (want) CHECK(tu_all_poison(po, 96) && tu_all_poison(pr, 32), "permute id %d: outputs touched", badv[b]);
             if (want) CHECK(strstr(aclGetRecentErrMsg(), "indices[2][1]") != NULL, "permute message: %s", aclGetRecentErrMsg());
         }
         ind[5] = 1;
@@ -541,12 +516,12 @@ static void validation(void) {
         aclDestroyTensor(g1);
         aclTensor *gw = mk2(4, 2, ACL_FLOAT, o);
         CHECK(aclnnMoeTokenPermuteGradGetWorkspaceSize(g, gi, 2, false, gw, &w2, &e2) == 561002, "permute grad out H 2");
-        unsigned char *po = ru_poisoned(48);
+        unsigned char *po = tu_poisoned(48);
         aclTensor *tpo = mk2(4, 3, ACL_FLOAT, po);
         r[3] = -2;
         aclnnStatus rc = aclnnMoeTokenPermuteGradGetWorkspaceSize(g, gi, 2, false, tpo, &w2, &e2);
         if (rc == 0) rc = run2(rc, &e2, &w2, aclnnMoeTokenPermuteGrad);
-        CHECK(rc == 161002 && ru_all_poison(po, 48), "permute grad index -2: %d (%s)", rc, aclGetRecentErrMsg());
+        CHECK(rc == 161002 && tu_all_poison(po, 48), "permute grad index -2: %d (%s)", rc, aclGetRecentErrMsg());
         aclDestroyTensor(g), aclDestroyTensor(gi), aclDestroyTensor(go), aclDestroyTensor(gi64), aclDestroyTensor(gw),
             aclDestroyTensor(tpo);
         free(po);
@@ -565,19 +540,19 @@ static void validation(void) {
         CHECK(p1_done(aclnnMoeTokenUnpermuteGetWorkspaceSize(x, ui, pp, false, NULL, uo, &w2, &e2), e2) == 0, "unpermute bf16 probs: %s",
               aclGetRecentErrMsg());
         CHECK(aclnnMoeTokenUnpermuteGetWorkspaceSize(x, ui, p3, false, NULL, uo, &w2, &e2) == 561002, "unpermute probs (2, 3)");
-        unsigned char *po = ru_poisoned(48);
+        unsigned char *po = tu_poisoned(48);
         aclTensor *tpo = mk2(4, 3, ACL_FLOAT, po);
         r[6] = -1;
         aclnnStatus rc = aclnnMoeTokenUnpermuteGetWorkspaceSize(x, ui, pp, false, NULL, tpo, &w2, &e2);
         if (rc == 0) rc = run2(rc, &e2, &w2, aclnnMoeTokenUnpermute);
-        CHECK(rc == 161002 && ru_all_poison(po, 48), "unpermute index -1: %d (%s)", rc, aclGetRecentErrMsg());
+        CHECK(rc == 161002 && tu_all_poison(po, 48), "unpermute index -1: %d (%s)", rc, aclGetRecentErrMsg());
         /* unpermute grad: a negative index is 161002 on A2 (its kernel writes there), a dropped slot on 950 */
-        unsigned char *pg = ru_poisoned(96), *ppg = ru_poisoned(16);
+        unsigned char *pg = tu_poisoned(96), *ppg = tu_poisoned(16);
         aclTensor *W = mk2(4, 3, ACL_FLOAT, big + 400), *tpg = mk2(8, 3, ACL_FLOAT, pg), *tppg = mk2(4, 2, ACL_BF16, ppg);
         rc = aclnnMoeTokenUnpermuteGradGetWorkspaceSize(x, W, ui, pp, false, NULL, tpg, tppg, &w2, &e2);
         if (rc == 0) rc = run2(rc, &e2, &w2, aclnnMoeTokenUnpermuteGrad);
         CHECK(rc == (A2 ? 161002 : 0), "unpermute grad index -1: %d (%s)", rc, aclGetRecentErrMsg());
-        if (A2) CHECK(ru_all_poison(pg, 96) && ru_all_poison(ppg, 16), "unpermute grad: outputs touched");
+        if (A2) CHECK(tu_all_poison(pg, 96) && tu_all_poison(ppg, 16), "unpermute grad: outputs touched");
         r[6] = 6;
         CHECK(aclnnMoeTokenUnpermuteGradGetWorkspaceSize(NULL, W, ui, pp, false, NULL, tpg, tppg, &w2, &e2) == 161001,
               "unpermute grad NULL permutedTokens");
@@ -599,32 +574,32 @@ static void validation(void) {
 int main(void) {
     const char *soc = getenv("MOEFR_SOC");
     A2 = soc && strcmp(soc, "ascend910b") == 0;
-    ru_seed("test_token_permute");
+    tu_seed("test_token_permute");
     ref_build_tabs();
     const aclDataType DT[4] = {ACL_FLOAT16, ACL_BF16, ACL_FLOAT, ACL_INT8}, FT[3] = {ACL_FLOAT16, ACL_BF16, ACL_FLOAT};
     for (int c = 0; c < 160; c++) {
-        const aclDataType dt = DT[ru_int(0, A2 ? 3 : 2)], it = ru_int(0, 1) ? ACL_INT32 : ACL_INT64;
-        const int64_t N = ru_int(0, 3) == 0 ? ru_int(0, 3) : ru_int(1, 45), K = ru_int(1, 9), H = ru_int(1, 37);
+        const aclDataType dt = DT[tu_int(0, A2 ? 3 : 2)], it = tu_int(0, 1) ? ACL_INT32 : ACL_INT64;
+        const int64_t N = tu_int(0, 3) == 0 ? tu_int(0, 3) : tu_int(1, 45), K = tu_int(1, 9), H = tu_int(1, 37);
         const int64_t T = N * K;
-        permute_case(dt, it, N, K, H, ru_int(1, 6), K == 1 && ru_int(0, 1), ru_int(-T - 2, T + 2), A2 && ru_int(0, 1));
+        permute_case(dt, it, N, K, H, tu_int(1, 6), K == 1 && tu_int(0, 1), tu_int(-T - 2, T + 2), A2 && tu_int(0, 1));
     }
     permute_case(ACL_FLOAT, ACL_INT32, 3000, 8, 3, 64, 0, 0, 0); /* past the sort's serial threshold */
     for (int c = 0; c < 120; c++) {
-        const int64_t N = ru_int(1, 30), K = ru_int(1, 7), H = ru_int(1, 40);
-        permute_grad_case(FT[ru_int(0, 2)], N, K, H, ru_int(1, N * K), ru_int(0, 2) == 0);
+        const int64_t N = tu_int(1, 30), K = tu_int(1, 7), H = tu_int(1, 40);
+        permute_grad_case(FT[tu_int(0, 2)], N, K, H, tu_int(1, N * K), tu_int(0, 2) == 0);
     }
     permute_grad_case(ACL_BF16, 1, 3, 1500, 2, 0); /* H past the accumulation tile */
     for (int c = 0; c < 120; c++) {
-        const int64_t N = ru_int(0, 4) == 0 ? 0 : ru_int(1, 30), K = ru_int(1, 7), H = ru_int(1, 40);
-        const int probs = ru_int(0, 3) != 0;
-        const int64_t M = ru_int(1, (probs ? N * K : N) + 1);
-        unpermute_case(FT[ru_int(0, 2)], FT[ru_int(0, 2)], N, K, H, M, probs, ru_int(0, 3) == 0);
+        const int64_t N = tu_int(0, 4) == 0 ? 0 : tu_int(1, 30), K = tu_int(1, 7), H = tu_int(1, 40);
+        const int probs = tu_int(0, 3) != 0;
+        const int64_t M = tu_int(1, (probs ? N * K : N) + 1);
+        unpermute_case(FT[tu_int(0, 2)], FT[tu_int(0, 2)], N, K, H, M, probs, tu_int(0, 3) == 0);
     }
     for (int c = 0; c < 120; c++) {
-        const int64_t N = ru_int(1, 30), K = ru_int(1, 7), H = ru_int(1, 40);
-        const int probs = ru_int(0, 3) != 0;
-        const int64_t T = probs ? N * K : N, M = ru_int(1, T);
-        unpermute_grad_case(FT[ru_int(0, 2)], FT[ru_int(0, 2)], N, K, H, M, probs, ru_int(0, 2) == 0);
+        const int64_t N = tu_int(1, 30), K = tu_int(1, 7), H = tu_int(1, 40);
+        const int probs = tu_int(0, 3) != 0;
+        const int64_t T = probs ? N * K : N, M = tu_int(1, T);
+        unpermute_grad_case(FT[tu_int(0, 2)], FT[tu_int(0, 2)], N, K, H, M, probs, tu_int(0, 2) == 0);
     }
     for (int c = 0; c < 40; c++) adjoints();
     validation();

@@ -1,13 +1,16 @@
-/* cli.h - what the moefr CLI's command files (tools/cmd_*.c) share with
- * tools/moefr.c: option parsing, .npy tensors, outputs, error reporting. */
+/* cli.h - what the moefr CLI's commands (tools/moefr.c and tools/cmd_*.c)
+ * share, defined in tools/cli.c: option parsing, .npy tensors, outputs, error
+ * reporting; and the commands of the cmd_*.c files, for main in tools/moefr.c. */
 #ifndef MOEFR_TOOLS_CLI_H_
 #define MOEFR_TOOLS_CLI_H_
 
 #include <stdint.h>
 
 #include "acl/acl.h"
+#include "aclnn/aclnn_base.h"
 #include "npy.h"
 
+/* Exit status, SPEC section 7. */
 enum { EXIT_OK = 0, EXIT_REJECTED = 1, EXIT_USAGE = 2, EXIT_FILE = 3 };
 extern const char *g_cmd;
 extern int g_verbose;
@@ -46,8 +49,8 @@ typedef struct {
 
 void msg(const char *fmt, ...);
 double now_us(void);
-/* 0, 1 for --help, or EXIT_USAGE after printing why */
-int parse_opts(int argc, char **argv, int first, cli_opt *opts, int n);
+/* 0, 1 for --help (after printing help to stdout), or EXIT_USAGE after printing why */
+int parse_opts(int argc, char **argv, int first, cli_opt *opts, int n, const char *help);
 cli_opt *opt(cli_opt *opts, int n, const char *flag);
 void cleanup_tensor(cli_tensor *c);
 /* Loads o's file as o->kind says; an option not given leaves c empty (c->t NULL). */
@@ -67,12 +70,12 @@ int run_operator(const char *plan_api, const char *run_api, aclnnStatus st, aclO
                  aclnnStatus (*phase2)(void *, uint64_t, aclOpExecutor *, aclrtStream), aclrtStream stream,
                  const param_flag *map, int nmap, cli_opt *opts, int nopts);
 
-/* tools/cmd_permute.c */
+/* The commands main (tools/moefr.c) dispatches to. tools/cmd_permute.c: */
 int cmd_permute(int argc, char **argv, int first);
 int cmd_unpermute(int argc, char **argv, int first);
-/* tools/cmd_init_routing.c */
+/* tools/cmd_init_routing.c: */
 int cmd_init_routing(int argc, char **argv, int first);
-/* tools/cmd_gating.c */
+/* tools/cmd_gating.c: */
 int cmd_gating(int argc, char **argv, int first);
 
 #endif /* MOEFR_TOOLS_CLI_H_ */

@@ -40,12 +40,8 @@ int cmd_gating(int argc, char **argv, int first) {
         {"--out", NULL, OPT_DIR, 1, NULL, 0},
     };
     const int no = (int)(sizeof o / sizeof o[0]);
-    int rc = parse_opts(argc, argv, first, o, no);
-    if (rc == 1) {
-        fputs(HELP, stdout);
-        return EXIT_OK;
-    }
-    if (rc) return rc;
+    int rc = parse_opts(argc, argv, first, o, no, HELP);
+    if (rc) return rc == 1 ? EXIT_OK : rc; /* 1: --help */
     const int bf16 = opt(o, no, "--dtype")->value != NULL, smout = opt(o, no, "--softmax-out")->value != NULL;
     const int64_t k = opt(o, no, "--k")->ival, renorm = opt(o, no, "--renorm")->ival;
     const int v2 = opt(o, no, "--renorm")->value != NULL || smout;

@@ -45,12 +45,8 @@ int cmd_init_routing(int argc, char **argv, int first) {
         {"--out", NULL, OPT_DIR, 1, NULL, 0},
     };
     const int no = (int)(sizeof o / sizeof o[0]);
-    int rc = parse_opts(argc, argv, first, o, no);
-    if (rc == 1) {
-        fputs(HELP, stdout);
-        return EXIT_OK;
-    }
-    if (rc) return rc;
+    int rc = parse_opts(argc, argv, first, o, no, HELP);
+    if (rc) return rc == 1 ? EXIT_OK : rc; /* 1: --help */
     const int v1 = opt(o, no, "--v1")->value != NULL;
     if (!v1 && opt(o, no, "--row-idx")->value) {
         msg("--row-idx is an input of aclnnMoeInitRouting only (add --v1)");

@@ -8,6 +8,13 @@
 #include "aclnnop/aclnn_moe_token_unpermute.h"
 #include "cli.h"
 
+static const char PERMUTE_HELP[] =
+    "usage: moefr permute --tokens F --indices F [--num-out-tokens N] [--dtype bf16] --out DIR\n"
+    "  writes DIR/permute_tokens.npy and DIR/sorted_indices.npy (see moefr --help)\n";
+static const char UNPERMUTE_HELP[] =
+    "usage: moefr unpermute --permuted-tokens F --sorted-indices F [--probs F] [--dtype bf16] --out DIR\n"
+    "  writes DIR/out.npy (see moefr --help)\n";
+
 int cmd_permute(int argc, char **argv, int first) {
     g_cmd = "moefr permute";
     cli_opt o[] = {
@@ -18,14 +25,8 @@ int cmd_permute(int argc, char **argv, int first) {
         {"--out", NULL, OPT_DIR, 1, NULL, 0},
     };
     const int no = (int)(sizeof o / sizeof o[0]);
-    int rc = parse_opts(argc, argv, first, o, no);
-    if (rc == 1) {
-        fputs("usage: moefr permute --tokens F --indices F [--num-out-tokens N] [--dtype bf16] --out DIR\n"
-              "  writes DIR/permute_tokens.npy and DIR/sorted_indices.npy (see moefr --help)\n",
-              stdout);
-        return EXIT_OK;
-    }
-    if (rc) return rc;
+    int rc = parse_opts(argc, argv, first, o, no, PERMUTE_HELP);
+    if (rc) return rc == 1 ? EXIT_OK : rc; /* 1: --help */
     const int bf16 = opt(o, no, "--dtype")->value != NULL;
     const int64_t numOut = opt(o, no, "--num-out-tokens")->ival;
     aclrtStream stream = NULL;
@@ -90,14 +91,8 @@ int cmd_unpermute(int argc, char **argv, int first) {
         {"--out", NULL, OPT_DIR, 1, NULL, 0},
     };
     const int no = (int)(sizeof o / sizeof o[0]);
-    int rc = parse_opts(argc, argv, first, o, no);
-    if (rc == 1) {
-        fputs("usage: moefr unpermute --permuted-tokens F --sorted-indices F [--probs F] [--dtype bf16] --out DIR\n"
-              "  writes DIR/out.npy (see moefr --help)\n",
-              stdout);
-        return EXIT_OK;
-    }
-    if (rc) return rc;
+    int rc = parse_opts(argc, argv, first, o, no, UNPERMUTE_HELP);
+    if (rc) return rc == 1 ? EXIT_OK : rc; /* 1: --help */
     const int bf16 = opt(o, no, "--dtype")->value != NULL;
     aclrtStream stream = NULL;
     if ((rc = runtime_up(&stream))) return rc;

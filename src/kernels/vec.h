@@ -77,8 +77,10 @@
 /* Optimized builds inline every layer primitive and body (constant Q and
  * presence flags fold away). At -O0 gcc gives each inlined copy its own stack
  * slots, so forcing it made k_multi's frame ~470 KB (issue 23): there the
- * bodies stay ordinary calls and every frame stays small. Bits are the same. */
-#ifdef __OPTIMIZE__
+ * bodies stay ordinary calls and every frame stays small. Sanitizer builds
+ * define MF_NO_FORCE_INLINE (CMakeLists.txt): forced inlining under ASan
+ * costs gcc minutes per kernel file. Bits are the same either way. */
+#if defined(__OPTIMIZE__) && !defined(MF_NO_FORCE_INLINE)
 #define MF_INLINE static inline __attribute__((always_inline))
 #else
 #define MF_INLINE static inline

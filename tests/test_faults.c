@@ -481,6 +481,8 @@ static int pool_child(const char *mode) {
     return 0;
 }
 
+static const char *g_self = "/proc/self/exe";
+
 /* Runs this program as --pool-child mode with MOEFR_NUM_THREADS=threads; its stdout into buf. */
 static void run_child(const char *mode, const char *threads, char *buf, size_t cap) {
     int fd[2];
@@ -493,7 +495,10 @@ static void run_child(const char *mode, const char *threads, char *buf, size_t c
         close(fd[0]);
         close(fd[1]);
         setenv("MOEFR_NUM_THREADS", threads, 1);
-        execl("/proc/self/exe", "test_faults", "--pool-child", mode, (char *)NULL);
+        /* under qemu-user (make test-aarch64) the child runs through the emulator too */
+        const char *emu = getenv("MOEFR_TEST_EMULATOR");
+        if (emu && *emu) execl(emu, emu, g_self, "--pool-child", mode, (char *)NULL);
+        else execl(g_self, g_self, "--pool-child", mode, (char *)NULL);
         _exit(127);
     }
     close(fd[1]);
@@ -528,6 +533,8 @@ static void pool_start(void) {
 int main(int argc, char **argv) {
     tu_prog = "test_faults";
     if (argc == 3 && strcmp(argv[1], "--pool-child") == 0) return pool_child(argv[2]);
+    /* argv[0] rather than /proc/self/exe, which names the emulator or valgrind's tool under them */
+    if (argc > 0 && strchr(argv[0], '/')) g_self = argv[0];
     registry_growth();
     host_objects();
     operators();

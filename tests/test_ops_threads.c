@@ -116,7 +116,8 @@ int main(void) {
     g_n = oc_make(g_cases, 384, 4, 160, 16, 7);
     for (int k = 0; k < g_n; k++)
         for (int i = 0; i < g_cases[k].n_in; i++)
-            if (g_cases[k].in[i].data) CHECK((g_in[k][i] = oc_tensor(&g_cases[k].in[i], g_cases[k].in[i].data)) != NULL);
+            if (g_cases[k].in[i].data)
+                CHECK((g_in[k][i] = oc_tensor(&g_cases[k].in[i], g_cases[k].in[i].data)) != NULL);
     /* the single-threaded run; then a second one must give the same bits */
     for (int k = 0; k < g_n; k++) {
         void *buf[OC_MAX_OUT], *tmp[OC_MAX_OUT];

@@ -3,6 +3,7 @@
 #ifndef MOEFR_INTERNAL_H_
 #define MOEFR_INTERNAL_H_
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,6 +30,27 @@ void mf_set_error(const char *fmt, ...) MF_PRINTF(1, 2);
 int mf_fail(int status, const char *fmt, ...) MF_PRINTF(2, 3);
 void mf_log(int level, const char *fmt, ...) MF_PRINTF(2, 3);
 int mf_log_level(void);
+
+/* ---- allocation and threads (fault.c) ----
+ * Every allocation the library makes goes through mf_malloc / mf_calloc /
+ * mf_realloc / mf_memalign (released with free), and every thread it starts
+ * through mf_thread_create. In front of each sits a failure injector for the
+ * tests (docs/RELIABILITY.md, "Fault injection"): unarmed it costs one relaxed
+ * atomic load; armed, the calls of the armed kinds are counted process-wide
+ * and the nth (1-based) fails, and every later one too when every_after.
+ * Nothing here is exported (hidden visibility); tests link moefr_static. */
+enum { MF_FAULT_HEAP = 1u, MF_FAULT_THREAD = 2u };
+void mf_fault_arm(unsigned kinds, long nth, bool every_after); /* nth <= 0 disarms */
+void mf_fault_disarm(void);
+long mf_fault_seen(void);  /* calls of the armed kinds since arming */
+long mf_fault_fired(void); /* of those, the ones made to fail */
+bool mf_fault_hit(unsigned kind); /* true: the caller must fail this call */
+void *mf_malloc(size_t size);
+void *mf_calloc(size_t n, size_t size);
+void *mf_realloc(void *p, size_t size);
+void *mf_memalign(size_t align, size_t size); /* align: a power of two >= sizeof(void *) */
+/* pthread_create, or EAGAIN when the injector says so. */
+int mf_thread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
 
 /* ---- checked int64 arithmetic ---- */
 static inline bool mf_mul_ok(int64_t a, int64_t b, int64_t *out) {
@@ -103,6 +125,7 @@ extern mf_registry mf_scalars, mf_arrays, mf_lists, mf_contexts, mf_events;
 bool mf_registry_add(mf_registry *r, const void *p);    /* false on OOM */
 bool mf_registry_remove(mf_registry *r, const void *p); /* false if absent */
 bool mf_registry_has(mf_registry *r, const void *p);
+size_t mf_registry_count(mf_registry *r); /* live entries, for tests */
 
 /* ---- executors (executor.c) ---- */
 typedef enum {
@@ -182,5 +205,7 @@ void mf_parallel_for(int64_t n, mf_range_fn fn, void *ctx, int64_t serial_below)
  * under ASan too. */
 #define MF_WORKER_STACK_MIN ((size_t)1 << 20)
 int mf_num_threads(void);
+/* Workers the pool has started (0 before its first parallel loop or when none could be). */
+int mf_pool_workers(void);
 
 #endif /* MOEFR_INTERNAL_H_ */

@@ -23,7 +23,7 @@ static uint64_t now_ns(void) {
 
 static aclError new_event(const char *fn, aclrtEvent *event, uint32_t flag) {
     if (event == NULL) return mf_fail(ACL_ERROR_INVALID_PARAM, "%s: event is NULL", fn);
-    struct mf_event *e = calloc(1, sizeof *e);
+    struct mf_event *e = mf_calloc(1, sizeof *e);
     if (e == NULL) return mf_fail(ACL_ERROR_BAD_ALLOC, "%s: out of memory", fn);
     pthread_mutex_init(&e->lock, NULL);
     e->flag = flag;

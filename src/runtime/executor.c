@@ -19,7 +19,7 @@ aclOpExecutor *mf_executor_new(mf_op_kind kind, size_t plan_size, mf_run_fn run,
                                const aclTensor *const *t, const char *const *names) {
     aclOpExecutor *e = NULL;
     if (n_in < 0 || n_out < 0 || n_in + n_out > MF_EXEC_SLOTS ||
-        posix_memalign((void **)&e, 64, MF_EXEC_PLAN_AT + plan_size) != 0) {
+        (e = mf_memalign(64, MF_EXEC_PLAN_AT + plan_size)) == NULL) {
         mf_set_error("out of memory creating an executor");
         return NULL;
     }

@@ -18,7 +18,7 @@ aclScalar *aclCreateScalar(void *value, aclDataType dataType) {
         mf_set_error("aclCreateScalar: dataType %d has no scalar representation", (int)dataType);
         return NULL;
     }
-    aclScalar *s = calloc(1, sizeof *s);
+    aclScalar *s = mf_calloc(1, sizeof *s);
     if (s == NULL || !mf_registry_add(&mf_scalars, s)) {
         free(s);
         mf_set_error("aclCreateScalar: out of memory");
@@ -51,8 +51,8 @@ static void *new_array(const char *fn, mf_array_kind kind, const void *value, ui
         mf_set_error("%s: size %llu is too large", fn, (unsigned long long)size);
         return NULL;
     }
-    mf_array *a = calloc(1, sizeof *a);
-    void *vals = size ? malloc((size_t)size * elem) : NULL;
+    mf_array *a = mf_calloc(1, sizeof *a);
+    void *vals = size ? mf_malloc((size_t)size * elem) : NULL;
     if (a == NULL || (size && vals == NULL) || !mf_registry_add(&mf_arrays, a)) {
         free(a);
         free(vals);
@@ -143,8 +143,8 @@ static void *new_list(const char *fn, mf_list_kind kind, const void *const *valu
             mf_set_error("%s: value[%llu] = %p is not a live %s", fn, (unsigned long long)i, value[i], what);
             return NULL;
         }
-    mf_list *l = calloc(1, sizeof *l);
-    const void **items = size ? malloc((size_t)size * sizeof *items) : NULL;
+    mf_list *l = mf_calloc(1, sizeof *l);
+    const void **items = size ? mf_malloc((size_t)size * sizeof *items) : NULL;
     if (l == NULL || (size && items == NULL) || !mf_registry_add(&mf_lists, l)) {
         free(l);
         free(items);

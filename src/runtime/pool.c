@@ -111,7 +111,7 @@ static void start(void) { /* with g_busy held */
     pthread_attr_setstacksize(&attr, worker_stack_size());
     for (int i = 1; i < mf_num_threads(); i++) {
         pthread_t t;
-        if (pthread_create(&t, &attr, worker, NULL) != 0) {
+        if (mf_thread_create(&t, &attr, worker, NULL) != 0) {
             mf_log(MF_LOG_WARN, "could not start worker %d; running with %d threads", i, i);
             break;
         }
@@ -156,4 +156,11 @@ void mf_parallel_for(int64_t n, mf_range_fn fn, void *ctx, int64_t serial_below)
     while (g_active > 0) pthread_cond_wait(&g_done, &g_mu);
     pthread_mutex_unlock(&g_mu);
     pthread_mutex_unlock(&g_busy);
+}
+
+int mf_pool_workers(void) {
+    pthread_mutex_lock(&g_busy);
+    int n = g_workers;
+    pthread_mutex_unlock(&g_busy);
+    return n;
 }

@@ -36,7 +36,7 @@ static size_t find(const mf_registry *r, uintptr_t key) {
 
 static bool grow(mf_registry *r) {
     size_t cap = r->cap ? r->cap * 2 : 64;
-    uintptr_t *slots = calloc(cap, sizeof *slots);
+    uintptr_t *slots = mf_calloc(cap, sizeof *slots);
     if (slots == NULL) return false;
     for (size_t i = 0; i < r->cap; i++) {
         uintptr_t k = r->slots[i];
@@ -108,4 +108,11 @@ bool mf_registry_remove(mf_registry *r, const void *p) {
     }
     pthread_mutex_unlock(&r->lock);
     return found;
+}
+
+size_t mf_registry_count(mf_registry *r) {
+    pthread_mutex_lock(&r->lock);
+    size_t n = r->count;
+    pthread_mutex_unlock(&r->lock);
+    return n;
 }

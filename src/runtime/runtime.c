@@ -108,7 +108,7 @@ aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId) {
     if (context == NULL) return mf_fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateContext: context is NULL");
     aclError rc = check_device("aclrtCreateContext", deviceId);
     if (rc != ACL_SUCCESS) return rc;
-    struct mf_context *c = calloc(1, sizeof *c);
+    struct mf_context *c = mf_calloc(1, sizeof *c);
     if (c == NULL || !mf_registry_add(&mf_contexts, c)) {
         free(c);
         return mf_fail(ACL_ERROR_BAD_ALLOC, "aclrtCreateContext: out of memory");
@@ -160,7 +160,7 @@ struct mf_stream { uint32_t priority, flag; };
 
 static aclError new_stream(const char *fn, aclrtStream *stream, uint32_t priority, uint32_t flag) {
     if (stream == NULL) return mf_fail(ACL_ERROR_INVALID_PARAM, "%s: stream is NULL", fn);
-    struct mf_stream *s = calloc(1, sizeof *s);
+    struct mf_stream *s = mf_calloc(1, sizeof *s);
     if (s == NULL || !mf_registry_add(&mf_streams, s)) {
         free(s);
         return mf_fail(ACL_ERROR_BAD_ALLOC, "%s: out of memory", fn);
@@ -218,8 +218,8 @@ aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status) {
 /* Large blocks are 2 MiB aligned so transparent huge pages can back them. */
 static void *alloc_aligned(size_t size, bool huge_hint) {
     size_t align = (huge_hint && size >= (2u << 20)) ? (2u << 20) : 64;
-    void *p = NULL;
-    if (posix_memalign(&p, align, size) != 0) return NULL;
+    void *p = mf_memalign(align, size);
+    if (p == NULL) return NULL;
 #ifdef MADV_HUGEPAGE
     if (align > 64) madvise(p, size, MADV_HUGEPAGE);
 #endif

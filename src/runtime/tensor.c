@@ -227,7 +227,7 @@ aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDat
     if (!describe("aclCreateTensor", &d, viewDims, viewDimsNum, dataType, stride, offset, format, storageDims,
                   storageDimsNum, tensorData))
         return NULL;
-    aclTensor *t = malloc(sizeof *t);
+    aclTensor *t = mf_malloc(sizeof *t);
     if (t == NULL) {
         mf_set_error("aclCreateTensor: out of memory");
         return NULL;
@@ -287,7 +287,8 @@ static bool have_cxx_new(void) { return _ZnamRKSt9nothrow_t && _ZdaPv && &_ZSt7n
 
 static int64_t *new_i64_array(size_t n) {
     size_t bytes = (n ? n : 1) * sizeof(int64_t); /* n <= 8: no overflow */
-    return have_cxx_new() ? _ZnamRKSt9nothrow_t(bytes, &_ZSt7nothrow) : malloc(bytes);
+    if (!have_cxx_new()) return mf_malloc(bytes);
+    return mf_fault_hit(MF_FAULT_HEAP) ? NULL : _ZnamRKSt9nothrow_t(bytes, &_ZSt7nothrow);
 }
 
 void moefrFreeArray(void *array) {

@@ -79,7 +79,7 @@ TSAN_BUILD   ?= build-tsan
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := fuzz_grad_plan fuzz_grad_exec fuzz_fwd_exec fuzz_npy
-TSAN_TESTS   := test_concurrency test_determinism test_executor test_runtime
+TSAN_TESTS   := test_concurrency test_determinism test_executor test_runtime test_ops_threads
 VALGRIND     := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect
 .PHONY: test-asan test-tsan test-valgrind fuzz
 check: test-asan test-tsan test-valgrind

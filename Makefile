@@ -85,7 +85,7 @@ VALGRIND     := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-le
 check: test-asan test-tsan test-valgrind
 
 test-asan: test-deps
-	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOEFR_SANITIZE=address,undefined \
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOEFR_SANITIZE=address,undefined -DMOEFR_TEST_DEFAULT_PATH=OFF \
 	  "-DCMAKE_C_FLAGS=-fno-sanitize-recover=all" "-DCMAKE_CXX_FLAGS=-fno-sanitize-recover=all" >/dev/null
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1 UBSAN_OPTIONS=print_stacktrace=1 \
@@ -93,7 +93,7 @@ test-asan: test-deps
 	@echo "make: $@ done at $$(date +%T)"
 
 test-tsan: test-deps
-	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOEFR_SANITIZE=thread >/dev/null
+	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOEFR_SANITIZE=thread -DMOEFR_TEST_DEFAULT_PATH=OFF >/dev/null
 	cmake --build $(TSAN_BUILD) -j$(JOBS) --target $(TSAN_TESTS)
 	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 	  ctest --output-on-failure -j$(JOBS) -R '^($(subst $() ,|,$(TSAN_TESTS)))([@/].*)?$$'
@@ -144,13 +144,13 @@ DEBUG_ASAN_BUILD ?= build-debug-asan
 check: test-debug test-debug-asan
 
 test-debug: test-deps
-	cmake -S . -B $(DEBUG_BUILD) -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	cmake -S . -B $(DEBUG_BUILD) -DCMAKE_BUILD_TYPE=Debug -DMOEFR_TEST_DEFAULT_PATH=OFF >/dev/null
 	cmake --build $(DEBUG_BUILD) -j$(JOBS)
 	cd $(DEBUG_BUILD) && ctest --output-on-failure -j$(JOBS)
 	@echo "make: $@ done at $$(date +%T)"
 
 test-debug-asan: test-deps
-	cmake -S . -B $(DEBUG_ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DMOEFR_SANITIZE=address,undefined \
+	cmake -S . -B $(DEBUG_ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DMOEFR_SANITIZE=address,undefined -DMOEFR_TEST_DEFAULT_PATH=OFF \
 	  "-DCMAKE_C_FLAGS=-fno-sanitize-recover=all" "-DCMAKE_CXX_FLAGS=-fno-sanitize-recover=all" >/dev/null
 	cmake --build $(DEBUG_ASAN_BUILD) -j$(JOBS)
 	cd $(DEBUG_ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1 UBSAN_OPTIONS=print_stacktrace=1 \

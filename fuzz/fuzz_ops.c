@@ -31,6 +31,7 @@
 #include "fuzz_util.h"
 #include "fwd_ref.h"
 #include "oracles.h"
+#include "ref.h"
 #include "ops/opdef.h"
 
 #define NT MF_EXEC_SLOTS
@@ -447,6 +448,139 @@ static bool mk_gate(fz_in *in, rng *r, fo_prob *p, int v2) {
 static bool mk_gate1(fz_in *in, rng *r, fo_prob *p) { return mk_gate(in, r, p, 0); }
 static bool mk_gate2(fz_in *in, rng *r, fo_prob *p) { return mk_gate(in, r, p, 1); }
 
+/* MoeInitRouting (V1): (x (N, H), rowIdx (N, K) a permutation of [0, N*K),
+ * expertIdx (N, K) | expandedX (min(activeNum, N)*K, H), expandedRowIdx (N*K), expandedExpertIdx (N*K)) */
+static bool mk_ir1(fz_in *in, rng *r, fo_prob *p) {
+    const int dt = fdt(in);
+    const int64_t N = fz_range(in, 1, 8), K = fz_range(in, 1, 4), H = fz_range(in, 1, 20), T = N * K;
+    const int64_t E = fz_range(in, 1, 6), active = fz_range(in, 1, N + 2);
+    int64_t ridx[32], eid[32];
+    for (int64_t i = 0; i < T; i++) ridx[i] = fz_u8(in) & 1 ? i : (i % K) * N + i / K; /* column layout, or flat */
+    if (fz_u8(in) & 1) shuffle(r, ridx, T);
+    fill_small(r, dt, fo_new(p, 0, dt, 2, N, H, 0), N * H);
+    uint8_t *ri = fo_new(p, 1, ACL_INT32, 2, N, K, 0), *ei = fo_new(p, 2, ACL_INT32, 2, N, K, 0);
+    for (int64_t i = 0; i < T; i++) {
+        put_idx(ACL_INT32, ri, i, ridx[i]);
+        put_idx(ACL_INT32, ei, i, eid[i] = rrange(r, 0, E - 1));
+    }
+    const int64_t A = (active < N ? active : N) * K;
+    fo_new(p, 3, dt, 2, A, H, 0);
+    fo_new(p, 4, ACL_INT32, 1, T, 0, 0);
+    fo_new(p, 5, ACL_INT32, 1, T, 0, 0);
+    p->a[0].i = active;
+    or_init_routing(p->t[0].data, N, H, (int)esize(dt), ridx, eid, K, active, fo_want(p, 3),
+                    (int32_t *)(void *)fo_want(p, 4), (int32_t *)(void *)fo_want(p, 5));
+    return true;
+}
+
+/* The FinalizeRoutingV2Grad family through tests/ref.c (ref_grad): small
+ * exact data, so gradScales is the exact sum rounded once and compared bit
+ * for bit, as gradExpandedX is. */
+static ref_dt to_ref(int dt) { return dt == ACL_FLOAT ? REF_F32 : dt == ACL_FLOAT16 ? REF_F16 : REF_BF16; }
+static double *decode_all(const fo_t *t) {
+    const int64_t n = numel_of(t);
+    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    for (int64_t i = 0; i < n; i++) v[i] = fr_decode(t->dt, t->data, i);
+    return v;
+}
+static int32_t *ints_all(const fo_t *t) {
+    const int64_t n = numel_of(t);
+    int32_t *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    for (int64_t i = 0; i < n; i++) v[i] = (int32_t)get_idx(t->dt, t->data, i);
+    return v;
+}
+/* slots: gy, idx, x, scales, eidx, bias, gx, gs (-1: not in the signature) */
+static void grad_oracle(fo_prob *p, const int sl[8], int mode, int64_t R, int64_t K, int64_t H, int64_t D0, int64_t E) {
+    const bool sc = sl[3] >= 0 && p->t[sl[3]].present, bi = sl[5] >= 0 && p->t[sl[5]].present;
+    double *gy = decode_all(&p->t[sl[0]]), *x = sc ? decode_all(&p->t[sl[2]]) : NULL;
+    double *s = sc ? decode_all(&p->t[sl[3]]) : NULL, *b = bi ? decode_all(&p->t[sl[5]]) : NULL;
+    int32_t *idx = ints_all(&p->t[sl[1]]), *eidx = bi ? ints_all(&p->t[sl[4]]) : NULL;
+    const int dt = p->t[sl[0]].dt, gsdt = p->t[sl[7]].dt;
+    ref_grad_in gi = {mode, R, K, H, D0, E, to_ref(dt), to_ref(gsdt), gy, idx, x, s, eidx, b};
+    uint32_t *gx = malloc((size_t)(D0 * H + 1) * 4), *gs = malloc((size_t)(R * K + 1) * 4);
+    long double *ge = malloc((size_t)(R * K + 1) * sizeof *ge), *gm = malloc((size_t)(R * K + 1) * sizeof *gm);
+    ref_grad_out go = {gx, gs, ge, gm};
+    ref_grad(&gi, &go);
+    uint8_t *w = fo_want(p, sl[6]);
+    for (int64_t i = 0; i < D0 * H; i++) memcpy(w + (size_t)i * esize(dt), &gx[i], esize(dt));
+    if (sc) {
+        w = fo_want(p, sl[7]);
+        for (int64_t i = 0; i < R * K; i++) memcpy(w + (size_t)i * esize(gsdt), &gs[i], esize(gsdt));
+    }
+    free(gy); free(x); free(s); free(b); free(idx); free(eidx); free(gx); free(gs); free(ge); free(gm);
+}
+/* MoeFinalizeRoutingV2Grad: (gradY, expandedRowIdx, expandedX, scales, expertIdx, bias | gradExpandedX, gradScales) */
+static bool mk_frg(fz_in *in, rng *r, fo_prob *p) {
+    const uint8_t c = fz_u8(in);
+    const int dt = fdt(in), sdt = c & 0x80 ? dt : fdt(in), mode = c & 1;
+    const bool sc = c & 2, bi = sc && (c & 4);
+    const int64_t R = fz_range(in, 1, 6), K = sc ? fz_range(in, 1, 4) : 1, H = fz_range(in, 1, 40);
+    int64_t D0 = R * K, E = 0, C = 0, active = 0;
+    if (mode == 1) {
+        E = fz_range(in, 1, 4);
+        C = fz_range(in, 1, 3);
+        D0 = E * C;
+    } else if (c & 8) {
+        active = fz_range(in, 1, R * K);
+        D0 = active;
+    }
+    const int64_t Eb = mode == 1 ? E : fz_range(in, 1, 4);
+    fill_small(r, dt, fo_new(p, 0, dt, 2, R, H, 0), R * H);
+    uint8_t *ix = fo_new(p, 1, ACL_INT32, 1, R * K, 0, 0);
+    for (int64_t i = 0; i < R * K; i++) put_idx(ACL_INT32, ix, i, rrange(r, -1, D0 - 1));
+    if (sc || (c & 16)) {
+        if (mode == 1)
+            fill_small(r, dt, fo_new(p, 2, dt, 3, E, C, H), D0 * H);
+        else
+            fill_small(r, dt, fo_new(p, 2, dt, 2, D0, H, 0), D0 * H);
+    }
+    if (sc) fill_small(r, sdt, fo_new(p, 3, sdt, 2, R, K, 0), R * K);
+    if (bi) {
+        uint8_t *e = fo_new(p, 4, ACL_INT32, 2, R, K, 0);
+        for (int64_t i = 0; i < R * K; i++) put_idx(ACL_INT32, e, i, rrange(r, 0, Eb - 1));
+        fill_small(r, dt, fo_new(p, 5, dt, 2, Eb, H, 0), Eb * H);
+    }
+    if (mode == 1)
+        fo_new(p, 6, dt, 3, E, C, H);
+    else
+        fo_new(p, 6, dt, 2, D0, H, 0);
+    fo_new(p, 7, sc ? sdt : dt, 2, R, K, 0);
+    p->a[0].i = mode;
+    p->a[1].i = active;
+    p->a[2].i = E;
+    p->a[3].i = C;
+    static const int sl[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    grad_oracle(p, sl, mode, R, K, H, D0, Eb);
+    return true;
+}
+/* MoeTokenUnpermuteGrad: (permutedTokens (M, H), unpermutedTokensGrad (R, H),
+ * sortedIndices (R*K) a permutation, probs (R, K) | permutedTokensGradOut (M, H), probsGradOut (R, K));
+ * FinalizeRoutingV2Grad mode 0 with activeNum = M (indices >= M dropped). */
+static bool mk_tug(fz_in *in, rng *r, fo_prob *p) {
+    const int dt = fdt(in), sdt = fdt(in);
+    const bool pr = fz_u8(in) & 1;
+    const int64_t R = fz_range(in, 1, 6), K = pr ? fz_range(in, 1, 4) : 1, H = fz_range(in, 1, 40);
+    const int64_t M = fz_range(in, 1, R * K);
+    int64_t perm[32];
+    for (int64_t i = 0; i < R * K; i++) perm[i] = i;
+    shuffle(r, perm, R * K);
+    fill_small(r, dt, fo_new(p, 0, dt, 2, M, H, 0), M * H);
+    fill_small(r, dt, fo_new(p, 1, dt, 2, R, H, 0), R * H);
+    uint8_t *ix = fo_new(p, 2, ACL_INT32, 1, R * K, 0, 0);
+    for (int64_t i = 0; i < R * K; i++) put_idx(ACL_INT32, ix, i, perm[i]);
+    if (pr) fill_small(r, sdt, fo_new(p, 3, sdt, 2, R, K, 0), R * K);
+    fo_new(p, 4, dt, 2, M, H, 0);
+    fo_new(p, 5, pr ? sdt : dt, 2, R, K, 0);
+    p->a[0].i = 0;
+    static const int sl[8] = {1, 2, 0, 3, -1, -1, 4, 5};
+    grad_oracle(p, sl, 0, R, K, H, M, 1);
+    if (!pr) { /* without probs nothing defines probsGradOut: not compared */
+        free(p->want[5]);
+        p->want[5] = NULL;
+    }
+    return true;
+}
+
 typedef bool (*mk_fn)(fz_in *in, rng *r, fo_prob *p);
 /* One row per operator: its aclnn name and how to make a valid small problem
  * with its oracle (NULL: hostile descriptors and data only, as for an
@@ -465,6 +599,9 @@ static const struct {
     {"aclnnMoeTokenPermute", mk_tp},
     {"aclnnMoeGatingTopKSoftmax", mk_gate1},
     {"aclnnMoeGatingTopKSoftmaxV2", mk_gate2},
+    {"aclnnMoeInitRouting", mk_ir1},
+    {"aclnnMoeFinalizeRoutingV2Grad", mk_frg},
+    {"aclnnMoeTokenUnpermuteGrad", mk_tug},
 };
 static mk_fn row_of(const char *name) {
     for (size_t i = 0; i < sizeof ROWS / sizeof ROWS[0]; i++)
@@ -933,6 +1070,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     setenv("MOEFR_NUM_THREADS", "2", 0);
     aclInit(NULL);
     trace = getenv("FUZZ_OPS_TRACE") != NULL;
+    if (getenv("FUZZ_OPS_LIST")) { /* the registered operators, one a line (make fuzz-ops) */
+        int n = 0;
+        const mf_op_entry *const *all = mf_op_entries(&n);
+        for (int i = 0; i < n; i++) printf("%s\n", all[i]->sig->name);
+        exit(0);
+    }
     const char *want = getenv("MOEFR_FUZZ_OP");
     if (want && *want) {
         int n = 0;

@@ -114,3 +114,18 @@ void or_gating(const double *x, int64_t N, int64_t E, int64_t k, int renorm, con
     free(p);
     free(taken);
 }
+
+void or_init_routing(const void *x, int64_t N, int64_t H, int es, const int64_t *ridx, const int64_t *eid, int64_t K,
+                     int64_t active, void *ex, int32_t *row, int32_t *eex) {
+    const int64_t T = N * K, A = (active < N ? active : N) * K;
+    int64_t *perm = malloc((size_t)(T ? T : 1) * sizeof *perm);
+    or_stable_sort(eid, T, perm);
+    const size_t rb = (size_t)H * (size_t)es;
+    for (int64_t i = 0; i < T; i++) {
+        const int64_t j = perm[i];
+        eex[i] = (int32_t)eid[j];
+        row[ridx[j]] = (int32_t)i;
+        if (i < A) memcpy((char *)ex + (size_t)i * rb, (const char *)x + (size_t)(ridx[j] % N) * rb, rb);
+    }
+    free(perm);
+}

@@ -30,4 +30,9 @@ void or_init_routing_v2(const void *x, int64_t N, int64_t H, int es, const int64
  * expert). y (N*k) as float64, eidx (N*k); finished[r] true gives eidx = E. */
 void or_gating(const double *x, int64_t N, int64_t E, int64_t k, int renorm, const bool *finished, double *y,
                int32_t *eidx, double *softmax);
+/* MoeInitRouting (V1): x (N, H), rowIdx and expert ids (N*K, flat j = r*K + k).
+ * i-th of the stable sort: expandedExpertIdx[i] = eid[j], expandedRowIdx[rowIdx[j]] = i,
+ * expandedX[i] = x[rowIdx[j] % N] for i < A = min(active, N) * K. */
+void or_init_routing(const void *x, int64_t N, int64_t H, int es, const int64_t *ridx, const int64_t *eid, int64_t K,
+                     int64_t active, void *ex, int32_t *row, int32_t *eex);
 #endif

@@ -931,12 +931,20 @@ static void hostile(fz_in *in, const mf_op_entry *op) {
         for (int k = nd - 1; k >= 0; k--) {
             strides[k] = run;
             if ((sm & 3) == 3) strides[k] = fz_i64(in, -2, 9);
-            if ((sm & 3) == 2 && k == nd - 2) strides[k] += fz_range(in, 1, 3); /* padded rows */
-            run *= dims[k] > 0 ? dims[k] : 1;
+            if ((sm & 3) == 2 && k == nd - 2) strides[k] += fz_range(in, 1, 3); /* padded rows (run <= 2^24) */
+            if (dims[k] > 0 && __builtin_mul_overflow(run, dims[k], &run)) run = 1 << 24;
             if (run > (1 << 24)) run = 1 << 24;
         }
-        for (int k = 0; k < nd; k++)
-            if (strides[k] < 0 && dims[k] > 1) off += -strides[k] * (dims[k] - 1);
+        /* an offset that keeps negative strides inside the storage (saturated:
+         * the library refuses what overflows, the harness must not overflow) */
+        for (int k = 0; k < nd; k++) {
+            int64_t reach;
+            if (strides[k] < 0 && dims[k] > 1 &&
+                (strides[k] == INT64_MIN || __builtin_mul_overflow(-strides[k], dims[k] - 1, &reach) ||
+                 __builtin_add_overflow(off, reach, &off)))
+                off = INT64_MAX / 4;
+        }
+        if (off > INT64_MAX / 4) off = INT64_MAX / 4;
         if (sm & 4) off += fz_range(in, 0, 3);
         make_live(&c.L[i], dt, nd < 0 ? 0 : nd, dims, strides, off, (sm & 0xf8) == 0xf8);
         fill_hostile(&r, &c.L[i]);

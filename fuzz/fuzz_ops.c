@@ -646,7 +646,7 @@ static bool make_live(live_t *L, int dt, int nd, const int64_t *dims, const int6
             hi += (dims[i] - 1) * strides[i];
         }
     }
-    const int64_t n = empty ? off + 1 : hi + 1;
+    const int64_t n = empty ? off + 1 : hi >= INT64_MAX / 2 ? INT64_MAX / 2 : hi + 1;
     const size_t es = esize(dt);
     const bool real = !storage_null && n > 0 && (uint64_t)n <= MAX_STORAGE_BYTES / es;
     int64_t sd = n > 0 ? n : 1;

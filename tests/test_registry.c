@@ -27,7 +27,7 @@ int main(void) {
     for (int k = 1; k < MF_OP_KIND_END; k++) {
         int found = 0;
         for (int i = 0; i < n; i++) found += all[i]->sig->kind == (mf_op_kind)k;
-        CHECK(found == 1, "operator kind %d has %d registry entries (want 1: define one next to its DEF and list it in "
+        CHECK(found == 1, "operator kind %d has %d registry entries (want 1: define one in its source file and list it in "
                           "src/ops/opdef.c)", k, found);
     }
     for (int i = 0; i < n; i++) {

@@ -122,7 +122,7 @@ aclnnStatus mf_op_publish(const mf_op_def *def, const aclTensor *const *t, unsig
     return ACLNN_SUCCESS;
 }
 
-/* ---- the registry: every operator's entry (defined next to its DEF) ---- */
+/* ---- the registry: every operator's entry (each defined at the end of its operator's source file) ---- */
 #define ENTRIES(X)                                                                                    \
     X(finalize_routing_v2_grad) X(finalize_routing_v2) X(init_routing_v2) X(init_routing_v2_grad)       \
     X(compute_expert_tokens) X(token_permute) X(token_permute_grad) X(init_routing) X(finalize_routing) \

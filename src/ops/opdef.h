@@ -74,8 +74,8 @@ static inline void mf_by_role(const int8_t *at, int nroles, const aclTensor *con
 }
 
 /* ---- the operator registry: one entry per public operator ----
- * Each operator's source file defines its entry next to its DEF: the table
- * of its public signature's tensors (inputs, then outputs, as the
+ * Each operator's source file defines its entry at its end, from its DEF:
+ * the table of its public signature's tensors (inputs, then outputs, as the
  * GetWorkspaceSize call takes them), its attributes with a sensible range,
  * and both phases behind uniform calls. Tools that must cover every operator
  * (fuzz/fuzz_ops.c, tests/test_registry.c) walk mf_op_entries(). */

@@ -73,15 +73,16 @@ clean:
 # test-asan: the whole CTest suite under ASan+UBSan (UB aborts: no recovery).
 # test-tsan: the threaded tests under TSan. test-valgrind: memcheck of the
 # example and of a few tests built without sanitizers. `make fuzz` runs each
-# libFuzzer target for FUZZ_SECONDS (clang; corpora grow in $(FUZZ_BUILD)).
+# libFuzzer target for FUZZ_SECONDS (clang; corpora grow in $(FUZZ_BUILD)); `make fuzz-ops`
+# runs fuzz_ops once per registered operator (the binary lists them), FUZZ_SECONDS each.
 ASAN_BUILD   ?= build-asan
 TSAN_BUILD   ?= build-tsan
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := fuzz_grad_plan fuzz_grad_exec fuzz_fwd_exec fuzz_npy
+FUZZ_TARGETS := fuzz_grad_plan fuzz_grad_exec fuzz_fwd_exec fuzz_npy fuzz_ops
 TSAN_TESTS   := test_concurrency test_determinism test_executor test_runtime test_ops_threads
 VALGRIND     := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect
-.PHONY: test-asan test-tsan test-valgrind fuzz
+.PHONY: test-asan test-tsan test-valgrind fuzz fuzz-ops
 check: test-asan test-tsan test-valgrind
 
 test-asan: test-deps
@@ -111,6 +112,14 @@ fuzz:
 	  -DMOEFR_SANITIZE=address,undefined "-DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link -fno-sanitize-recover=all" >/dev/null
 	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target $(FUZZ_TARGETS)
 	@for t in $(FUZZ_TARGETS); do fuzz/run.sh $$t $(FUZZ_SECONDS) $(FUZZ_BUILD) || exit 1; done
+
+fuzz-ops:
+	@scripts/deps.sh $(BUILD_DEPS) clang libclang-rt-14-dev
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOEFR_FUZZ=ON \
+	  -DMOEFR_SANITIZE=address,undefined "-DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link -fno-sanitize-recover=all" >/dev/null
+	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_ops
+	@bin=$$(find $(FUZZ_BUILD) -type f -name fuzz_ops -perm -u+x | head -n 1); \
+	  for o in $$(FUZZ_OPS_LIST=1 $$bin); do MOEFR_FUZZ_OP=$$o fuzz/run.sh fuzz_ops $(FUZZ_SECONDS) $(FUZZ_BUILD) || exit 1; done
 
 # ---- Issue 12: the host API and the aclnn objects under valgrind (test-valgrind runs it) ----
 VALGRIND_HOST_TESTS := test_host_api test_objects test_cann_idioms

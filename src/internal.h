@@ -142,7 +142,8 @@ typedef enum {
     MF_OP_TOKEN_UNPERMUTE = 10,
     MF_OP_TOKEN_UNPERMUTE_GRAD = 11,
     MF_OP_GATING_TOP_K_SOFTMAX = 12,
-    MF_OP_GATING_TOP_K_SOFTMAX_V2 = 13
+    MF_OP_GATING_TOP_K_SOFTMAX_V2 = 13,
+    MF_OP_KIND_END /* one past the last kind: keep it last (tests/test_registry.c walks 1..END-1) */
 } mf_op_kind;
 /* The most tensors (inputs + outputs) an operator's signature has. */
 #define MF_EXEC_SLOTS 12

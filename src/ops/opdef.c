@@ -121,3 +121,26 @@ aclnnStatus mf_op_publish(const mf_op_def *def, const aclTensor *const *t, unsig
     *workspaceSize = workspace;
     return ACLNN_SUCCESS;
 }
+
+/* ---- the registry: every operator's entry (each defined at the end of its operator's source file) ---- */
+#define ENTRIES(X)                                                                                    \
+    X(finalize_routing_v2_grad) X(finalize_routing_v2) X(init_routing_v2) X(init_routing_v2_grad)       \
+    X(compute_expert_tokens) X(token_permute) X(token_permute_grad) X(init_routing) X(finalize_routing) \
+    X(token_unpermute) X(token_unpermute_grad) X(gating_top_k_softmax) X(gating_top_k_softmax_v2)
+#define DECL(n) extern const mf_op_entry mf_entry_##n;
+ENTRIES(DECL)
+#undef DECL
+#define REF(n) &mf_entry_##n,
+static const mf_op_entry *const ALL[] = {ENTRIES(REF)};
+#undef REF
+
+const mf_op_entry *const *mf_op_entries(int *n) {
+    *n = (int)(sizeof ALL / sizeof ALL[0]);
+    return ALL;
+}
+
+const mf_op_entry *mf_op_entry_of(mf_op_kind kind) {
+    for (size_t i = 0; i < sizeof ALL / sizeof ALL[0]; i++)
+        if (ALL[i]->sig->kind == kind) return ALL[i];
+    return NULL;
+}

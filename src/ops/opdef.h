@@ -73,4 +73,39 @@ static inline void mf_by_role(const int8_t *at, int nroles, const aclTensor *con
     }
 }
 
+/* ---- the operator registry: one entry per public operator ----
+ * Each operator's source file defines its entry at its end, from its DEF:
+ * the table of its public signature's tensors (inputs, then outputs, as the
+ * GetWorkspaceSize call takes them), its attributes with a sensible range,
+ * and both phases behind uniform calls. Tools that must cover every operator
+ * (fuzz/fuzz_ops.c, tests/test_registry.c) walk mf_op_entries(). */
+typedef enum { MF_ATTR_INT64, MF_ATTR_BOOL, MF_ATTR_DOUBLE, MF_ATTR_INT_ARRAY } mf_attr_kind;
+typedef struct mf_attr_desc {
+    const char *name; /* CANN's parameter name */
+    mf_attr_kind kind;
+    int64_t lo, hi;   /* a sensible range (int64 value, bool 0..1, int-array length) */
+} mf_attr_desc;
+/* One attribute's value: i for int64 and bool, d for double, arr (may be NULL) for an int array. */
+typedef struct mf_attr_val {
+    int64_t i;
+    double d;
+    const aclIntArray *arr;
+} mf_attr_val;
+#define MF_ATTR_MAX 8
+typedef aclnnStatus (*mf_gws_thunk)(const aclTensor *const *t, const mf_attr_val *a, uint64_t *workspaceSize,
+                                    aclOpExecutor **executor);
+typedef aclnnStatus (*mf_phase2_fn)(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+                                    aclrtStream stream);
+typedef struct mf_op_entry {
+    const mf_op_def *sig; /* the public signature's tensors; sig->name and sig->kind name the operator */
+    const mf_attr_desc *attrs;
+    int nattr;
+    mf_gws_thunk gws; /* the public GetWorkspaceSize with t[] in signature order and a[] in attrs order */
+    mf_phase2_fn run; /* the public phase 2 */
+} mf_op_entry;
+/* Every registered operator; *n receives the count. */
+const mf_op_entry *const *mf_op_entries(int *n);
+/* The entry of one kind, or NULL. */
+const mf_op_entry *mf_op_entry_of(mf_op_kind kind);
+
 #endif /* MOEFR_OPS_OPDEF_H_ */

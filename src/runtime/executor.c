@@ -168,7 +168,11 @@ aclnnStatus mf_executor_execute(aclOpExecutor *e, mf_op_kind kind, const char *o
             rc = mf_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: %s has %lld elements but its address is NULL", op_name,
                          e->names[i], (long long)t[i]->numel);
     }
-    if (rc == ACLNN_SUCCESS) rc = e->run(mf_executor_plan(e), t, workspace);
+    /* An operator that asked for no workspace still forms workspace + 0 for
+     * its (empty) scratch areas; NULL + 0 is undefined behaviour in C, so it
+     * gets an empty object of its own instead of NULL (nothing is written). */
+    static _Alignas(64) char no_workspace[64];
+    if (rc == ACLNN_SUCCESS) rc = e->run(mf_executor_plan(e), t, workspace != NULL ? workspace : no_workspace);
     if (claimed) free(e);
     return rc;
 }

@@ -92,3 +92,10 @@ aclnnStatus aclnnMoeFinalizeRouting(void *workspace, uint64_t workspaceSize, acl
                                     aclrtStream stream) {
     return mf_executor_execute(executor, MF_OP_FINALIZE_ROUTING, OP, workspace, workspaceSize, stream);
 }
+
+/* ---- registry entry (opdef.h) ---- */
+static aclnnStatus gws_thunk(const aclTensor *const *t, const mf_attr_val *a, uint64_t *ws, aclOpExecutor **e) {
+    (void)a;
+    return aclnnMoeFinalizeRoutingGetWorkspaceSize(t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], ws, e);
+}
+const mf_op_entry mf_entry_finalize_routing = {&DEF, NULL, 0, gws_thunk, aclnnMoeFinalizeRouting};

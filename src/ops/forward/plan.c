@@ -205,3 +205,10 @@ aclnnStatus aclnnMoeFinalizeRoutingV2(void *workspace, uint64_t workspaceSize, a
                                       aclrtStream stream) {
     return mf_executor_execute(executor, MF_OP_FORWARD, OP, workspace, workspaceSize, stream);
 }
+
+/* ---- registry entry (opdef.h) ---- */
+static const mf_attr_desc ATTRS[] = {{"dropPadMode", MF_ATTR_INT64, 0, 3}};
+static aclnnStatus gws_thunk(const aclTensor *const *t, const mf_attr_val *a, uint64_t *ws, aclOpExecutor **e) {
+    return aclnnMoeFinalizeRoutingV2GetWorkspaceSize(t[0], t[1], t[2], t[3], t[4], t[5], t[6], a[0].i, t[7], ws, e);
+}
+const mf_op_entry mf_entry_finalize_routing_v2 = {&DEF, ATTRS, 1, gws_thunk, aclnnMoeFinalizeRoutingV2};

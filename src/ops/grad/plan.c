@@ -231,3 +231,14 @@ aclnnStatus aclnnMoeFinalizeRoutingV2Grad(void *workspace, uint64_t workspaceSiz
                                           aclrtStream stream) {
     return mf_executor_execute(executor, MF_OP_GRAD, OP, workspace, workspaceSize, stream);
 }
+
+/* ---- registry entry (opdef.h) ---- */
+static const mf_attr_desc ATTRS[] = {{"dropPadMode", MF_ATTR_INT64, 0, 3},
+                                     {"activeNum", MF_ATTR_INT64, 0, 64},
+                                     {"expertNum", MF_ATTR_INT64, 0, 16},
+                                     {"expertCapacity", MF_ATTR_INT64, 0, 16}};
+static aclnnStatus gws_thunk(const aclTensor *const *t, const mf_attr_val *a, uint64_t *ws, aclOpExecutor **e) {
+    return aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize(t[0], t[1], t[2], t[3], t[4], t[5], a[0].i, a[1].i, a[2].i,
+                                                         a[3].i, t[6], t[7], ws, e);
+}
+const mf_op_entry mf_entry_finalize_routing_v2_grad = {&DEF, ATTRS, 4, gws_thunk, aclnnMoeFinalizeRoutingV2Grad};

@@ -93,3 +93,10 @@ aclnnStatus aclnnMoeComputeExpertTokens(void *workspace, uint64_t workspaceSize,
                                         aclrtStream stream) {
     return mf_executor_execute(executor, MF_OP_COMPUTE_EXPERT_TOKENS, OP, workspace, workspaceSize, stream);
 }
+
+/* ---- registry entry (opdef.h) ---- */
+static const mf_attr_desc ATTRS[] = {{"numExperts", MF_ATTR_INT64, 1, 16}};
+static aclnnStatus gws_thunk(const aclTensor *const *t, const mf_attr_val *a, uint64_t *ws, aclOpExecutor **e) {
+    return aclnnMoeComputeExpertTokensGetWorkspaceSize(t[0], a[0].i, t[1], ws, e);
+}
+const mf_op_entry mf_entry_compute_expert_tokens = {&DEF, ATTRS, 1, gws_thunk, aclnnMoeComputeExpertTokens};

@@ -259,3 +259,18 @@ aclnnStatus aclnnMoeGatingTopKSoftmaxV2(void *workspace, uint64_t workspaceSize,
                                         aclrtStream stream) {
     return mf_executor_execute(executor, MF_OP_GATING_TOP_K_SOFTMAX_V2, OP2, workspace, workspaceSize, stream);
 }
+
+/* ---- registry entry (opdef.h) ---- */
+static const mf_attr_desc ATTRS1[] = {{"k", MF_ATTR_INT64, 1, 8}};
+static aclnnStatus gws_thunk1(const aclTensor *const *t, const mf_attr_val *a, uint64_t *ws, aclOpExecutor **e) {
+    return aclnnMoeGatingTopKSoftmaxGetWorkspaceSize(t[0], t[1], a[0].i, t[2], t[3], t[4], ws, e);
+}
+const mf_op_entry mf_entry_gating_top_k_softmax = {&DEF1, ATTRS1, 1, gws_thunk1, aclnnMoeGatingTopKSoftmax};
+static const mf_attr_desc ATTRS2[] = {{"k", MF_ATTR_INT64, 1, 8},
+                                      {"renorm", MF_ATTR_INT64, 0, 1},
+                                      {"outputSoftmaxResultFlag", MF_ATTR_BOOL, 0, 1}};
+static aclnnStatus gws_thunk2(const aclTensor *const *t, const mf_attr_val *a, uint64_t *ws, aclOpExecutor **e) {
+    return aclnnMoeGatingTopKSoftmaxV2GetWorkspaceSize(t[0], t[1], a[0].i, a[1].i, a[2].i != 0, t[2], t[3], t[4], ws,
+                                                       e);
+}
+const mf_op_entry mf_entry_gating_top_k_softmax_v2 = {&DEF2, ATTRS2, 3, gws_thunk2, aclnnMoeGatingTopKSoftmaxV2};

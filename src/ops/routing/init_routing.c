@@ -192,3 +192,10 @@ aclnnStatus aclnnMoeInitRouting(void *workspace, uint64_t workspaceSize, aclOpEx
                                 aclrtStream stream) {
     return mf_executor_execute(executor, MF_OP_INIT_ROUTING, OP, workspace, workspaceSize, stream);
 }
+
+/* ---- registry entry (opdef.h) ---- */
+static const mf_attr_desc ATTRS[] = {{"activeNum", MF_ATTR_INT64, 0, 64}};
+static aclnnStatus gws_thunk(const aclTensor *const *t, const mf_attr_val *a, uint64_t *ws, aclOpExecutor **e) {
+    return aclnnMoeInitRoutingGetWorkspaceSize(t[0], t[1], t[2], a[0].i, t[3], t[4], t[5], ws, e);
+}
+const mf_op_entry mf_entry_init_routing = {&DEF, ATTRS, 1, gws_thunk, aclnnMoeInitRouting};

@@ -179,3 +179,16 @@ aclnnStatus aclnnMoeInitRoutingV2(void *workspace, uint64_t workspaceSize, aclOp
                                   aclrtStream stream) {
     return mf_executor_execute(executor, MF_OP_INIT_ROUTING_V2, OP, workspace, workspaceSize, stream);
 }
+
+/* ---- registry entry (opdef.h) ---- */
+static const mf_attr_desc ATTRS[] = {{"activeNum", MF_ATTR_INT64, 0, 64},
+                                     {"expertCapacity", MF_ATTR_INT64, 0, 16},
+                                     {"expertNum", MF_ATTR_INT64, 0, 16},
+                                     {"dropPadMode", MF_ATTR_INT64, 0, 1},
+                                     {"expertTokensCountOrCumsumFlag", MF_ATTR_INT64, 0, 2},
+                                     {"expertTokensBeforeCapacityFlag", MF_ATTR_BOOL, 0, 1}};
+static aclnnStatus gws_thunk(const aclTensor *const *t, const mf_attr_val *a, uint64_t *ws, aclOpExecutor **e) {
+    return aclnnMoeInitRoutingV2GetWorkspaceSize(t[0], t[1], a[0].i, a[1].i, a[2].i, a[3].i, a[4].i, a[5].i != 0,
+                                                 t[2], t[3], t[4], t[5], ws, e);
+}
+const mf_op_entry mf_entry_init_routing_v2 = {&DEF, ATTRS, 6, gws_thunk, aclnnMoeInitRoutingV2};

@@ -115,3 +115,12 @@ aclnnStatus aclnnMoeInitRoutingV2Grad(void *workspace, uint64_t workspaceSize, a
                                       aclrtStream stream) {
     return mf_executor_execute(executor, MF_OP_INIT_ROUTING_V2_GRAD, OP, workspace, workspaceSize, stream);
 }
+
+/* ---- registry entry (opdef.h) ---- */
+static const mf_attr_desc ATTRS[] = {{"topK", MF_ATTR_INT64, 1, 8},
+                                     {"dropPadMode", MF_ATTR_INT64, 0, 1},
+                                     {"activeNum", MF_ATTR_INT64, 0, 64}};
+static aclnnStatus gws_thunk(const aclTensor *const *t, const mf_attr_val *a, uint64_t *ws, aclOpExecutor **e) {
+    return aclnnMoeInitRoutingV2GradGetWorkspaceSize(t[0], t[1], a[0].i, a[1].i, a[2].i, t[2], ws, e);
+}
+const mf_op_entry mf_entry_init_routing_v2_grad = {&DEF, ATTRS, 3, gws_thunk, aclnnMoeInitRoutingV2Grad};

@@ -283,3 +283,17 @@ aclnnStatus aclnnMoeTokenPermuteGrad(void *workspace, uint64_t workspaceSize, ac
                                      aclrtStream stream) {
     return mf_executor_execute(executor, MF_OP_TOKEN_PERMUTE_GRAD, OPG, workspace, workspaceSize, stream);
 }
+
+/* ---- registry entry (opdef.h) ---- */
+static const mf_attr_desc ATTRS[] = {{"numOutTokens", MF_ATTR_INT64, -64, 64}, {"paddedMode", MF_ATTR_BOOL, 0, 1}};
+static aclnnStatus gws_thunk(const aclTensor *const *t, const mf_attr_val *a, uint64_t *ws, aclOpExecutor **e) {
+    return aclnnMoeTokenPermuteGetWorkspaceSize(t[0], t[1], a[0].i, a[1].i != 0, t[2], t[3], ws, e);
+}
+/* The public signature: DEF's first two outputs (the count slots are InitRoutingV2's). */
+static const mf_op_def SIG = {OP, MF_OP_TOKEN_PERMUTE, 2, 2, NAMES, FLAGS, COLS_950, 6, COLS_A2, 8};
+const mf_op_entry mf_entry_token_permute = {&SIG, ATTRS, 2, gws_thunk, aclnnMoeTokenPermute};
+static const mf_attr_desc GATTRS[] = {{"numTopk", MF_ATTR_INT64, 1, 8}, {"paddedMode", MF_ATTR_BOOL, 0, 1}};
+static aclnnStatus gws_thunk_grad(const aclTensor *const *t, const mf_attr_val *a, uint64_t *ws, aclOpExecutor **e) {
+    return aclnnMoeTokenPermuteGradGetWorkspaceSize(t[0], t[1], a[0].i, a[1].i != 0, t[2], ws, e);
+}
+const mf_op_entry mf_entry_token_permute_grad = {&GDEF, GATTRS, 2, gws_thunk_grad, aclnnMoeTokenPermuteGrad};

@@ -222,3 +222,18 @@ aclnnStatus aclnnMoeTokenUnpermuteGrad(void *workspace, uint64_t workspaceSize, 
                                        aclrtStream stream) {
     return mf_executor_execute(executor, MF_OP_TOKEN_UNPERMUTE_GRAD, OPG, workspace, workspaceSize, stream);
 }
+
+/* ---- registry entry (opdef.h) ---- */
+/* The public signatures are the A2/A3 tables' (DEF_A2, GDEF_A2); on Ascend
+ * 950 the executor's slots are FinalizeRoutingV2(Grad)'s, as above. */
+static const mf_attr_desc ATTRS[] = {{"paddedMode", MF_ATTR_BOOL, 0, 1},
+                                     {"restoreShapeOptional", MF_ATTR_INT_ARRAY, 0, 2}};
+static aclnnStatus gws_thunk(const aclTensor *const *t, const mf_attr_val *a, uint64_t *ws, aclOpExecutor **e) {
+    return aclnnMoeTokenUnpermuteGetWorkspaceSize(t[0], t[1], t[2], a[0].i != 0, a[1].arr, t[3], ws, e);
+}
+const mf_op_entry mf_entry_token_unpermute = {&DEF_A2, ATTRS, 2, gws_thunk, aclnnMoeTokenUnpermute};
+static aclnnStatus gws_thunk_grad(const aclTensor *const *t, const mf_attr_val *a, uint64_t *ws, aclOpExecutor **e) {
+    return aclnnMoeTokenUnpermuteGradGetWorkspaceSize(t[0], t[1], t[2], t[3], a[0].i != 0, a[1].arr, t[4], t[5], ws,
+                                                      e);
+}
+const mf_op_entry mf_entry_token_unpermute_grad = {&GDEF_A2, ATTRS, 2, gws_thunk_grad, aclnnMoeTokenUnpermuteGrad};

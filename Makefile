@@ -98,6 +98,7 @@ test-tsan: test-deps
 	cmake --build $(TSAN_BUILD) -j$(JOBS) --target $(TSAN_TESTS)
 	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 	  ctest --output-on-failure -j$(JOBS) -R '^($(subst $() ,|,$(TSAN_TESTS)))([@/].*)?$$'
+	@echo "make: $@ done at $$(date +%T)"
 
 test-valgrind: test-deps build example
 	@for t in "$(EXAMPLE_BUILD)/opapi_test" "$(BUILD)/tests/test_hostile" "$(BUILD)/tests/test_executor" \
@@ -105,6 +106,7 @@ test-valgrind: test-deps build example
 	  echo "valgrind: $$t"; MOEFR_TEST_ITER=4 $(VALGRIND) $$t >/dev/null || exit 1; done
 	@echo "valgrind: $(BUILD)/tests/test_determinism (MOEFR_GRAD_ORDER=row)"; \
 	  MOEFR_TEST_ITER=4 MOEFR_GRAD_ORDER=row $(VALGRIND) $(BUILD)/tests/test_determinism >/dev/null
+	@echo "make: $@ done at $$(date +%T)"
 
 fuzz:
 	@scripts/deps.sh $(BUILD_DEPS) clang libclang-rt-14-dev
@@ -143,6 +145,7 @@ check: test-aarch64
 test-aarch64: test-deps build
 	@scripts/deps.sh $(ARM_DEPS)
 	@scripts/test-aarch64.sh $(BUILD) $(ARM_BUILD) $(JOBS)
+	@echo "make: $@ done at $$(date +%T)"
 # ---- Issue 23: the build types users make (docs/RELIABILITY.md) ----
 # test-debug: the whole suite in a Debug build (-O0: the frames that once
 # overflowed the pool's worker stacks; test_stack_frames checks them).

@@ -85,12 +85,15 @@ VALGRIND     := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-le
 .PHONY: test-asan test-tsan test-valgrind fuzz fuzz-ops
 check: test-asan test-tsan test-valgrind
 
+# ASan+UBSan builds (test-asan, test-debug-asan): UB aborts, leaks are reported.
+ASAN_CMAKE := -DMOEFR_SANITIZE=address,undefined -DMOEFR_TEST_DEFAULT_PATH=OFF \
+  "-DCMAKE_C_FLAGS=-fno-sanitize-recover=all" "-DCMAKE_CXX_FLAGS=-fno-sanitize-recover=all"
+ASAN_ENV   := ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1 UBSAN_OPTIONS=print_stacktrace=1
+
 test-asan: test-deps
-	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOEFR_SANITIZE=address,undefined -DMOEFR_TEST_DEFAULT_PATH=OFF \
-	  "-DCMAKE_C_FLAGS=-fno-sanitize-recover=all" "-DCMAKE_CXX_FLAGS=-fno-sanitize-recover=all" >/dev/null
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(ASAN_CMAKE) >/dev/null
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
-	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --output-on-failure -j$(JOBS)
+	cd $(ASAN_BUILD) && $(ASAN_ENV) ctest --output-on-failure -j$(JOBS)
 	@echo "make: $@ done at $$(date +%T)"
 
 test-tsan: test-deps
@@ -162,9 +165,7 @@ test-debug: test-deps
 	@echo "make: $@ done at $$(date +%T)"
 
 test-debug-asan: test-deps
-	cmake -S . -B $(DEBUG_ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DMOEFR_SANITIZE=address,undefined -DMOEFR_TEST_DEFAULT_PATH=OFF \
-	  "-DCMAKE_C_FLAGS=-fno-sanitize-recover=all" "-DCMAKE_CXX_FLAGS=-fno-sanitize-recover=all" >/dev/null
+	cmake -S . -B $(DEBUG_ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug $(ASAN_CMAKE) >/dev/null
 	cmake --build $(DEBUG_ASAN_BUILD) -j$(JOBS)
-	cd $(DEBUG_ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --output-on-failure -j$(JOBS)
+	cd $(DEBUG_ASAN_BUILD) && $(ASAN_ENV) ctest --output-on-failure -j$(JOBS)
 	@echo "make: $@ done at $$(date +%T)"

@@ -33,7 +33,7 @@ int mf_log_level(void);
 
 /* ---- allocation and threads (fault.c) ----
  * Every allocation the library makes goes through mf_malloc / mf_calloc /
- * mf_realloc / mf_memalign (released with free), and every thread it starts
+ * mf_memalign (released with free), and every thread it starts
  * through mf_thread_create. In front of each sits a failure injector for the
  * tests (docs/RELIABILITY.md, "Fault injection"): unarmed it costs one relaxed
  * atomic load; armed, the calls of the armed kinds are counted process-wide
@@ -47,7 +47,6 @@ long mf_fault_fired(void); /* of those, the ones made to fail */
 bool mf_fault_hit(unsigned kind); /* true: the caller must fail this call */
 void *mf_malloc(size_t size);
 void *mf_calloc(size_t n, size_t size);
-void *mf_realloc(void *p, size_t size);
 void *mf_memalign(size_t align, size_t size); /* align: a power of two >= sizeof(void *) */
 /* pthread_create, or EAGAIN when the injector says so. */
 int mf_thread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);

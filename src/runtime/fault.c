@@ -45,8 +45,6 @@ void *mf_malloc(size_t size) { return mf_fault_hit(MF_FAULT_HEAP) ? NULL : mallo
 
 void *mf_calloc(size_t n, size_t size) { return mf_fault_hit(MF_FAULT_HEAP) ? NULL : calloc(n, size); }
 
-void *mf_realloc(void *p, size_t size) { return mf_fault_hit(MF_FAULT_HEAP) ? NULL : realloc(p, size); }
-
 void *mf_memalign(size_t align, size_t size) {
     void *p = NULL;
     if (mf_fault_hit(MF_FAULT_HEAP) || posix_memalign(&p, align, size) != 0) return NULL;

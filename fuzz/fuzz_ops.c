@@ -581,6 +581,59 @@ static bool mk_tug(fz_in *in, rng *r, fo_prob *p) {
     return true;
 }
 
+/* SwiGlu / SwiGluGrad: x of 1-3 dims split in halves A, B along dim; float64
+ * oracle of silu(A) * B and of its two gradients (SPEC 10), rounded once. */
+static bool mk_swiglu_any(fz_in *in, rng *r, fo_prob *p, bool grad) {
+    const int dt = fdt(in), nd = (int)fz_range(in, 1, 3);
+    int64_t xd[3] = {1, 1, 1}, od[3] = {1, 1, 1};
+    for (int k = 0; k < nd; k++) xd[k] = fz_range(in, 1, 9);
+    const int dim = (int)fz_range(in, 0, nd - 1);
+    xd[dim] = 2 * fz_range(in, 1, 6);
+    memcpy(od, xd, sizeof od);
+    od[dim] /= 2;
+    const int64_t h = od[dim], n = od[0] * od[1] * od[2];
+    fill_small(r, dt, fo_new(p, 0, dt, nd, xd[0], xd[1], xd[2]), 2 * n);
+    if (grad) fill_small(r, dt, fo_new(p, 1, dt, nd, od[0], od[1], od[2]), n);
+    const fo_t *x = &p->t[grad ? 1 : 0];
+    if (grad) { /* the signature is (yGrad, x, out): x is slot 1, yGrad slot 0 */
+        fo_t tmp = p->t[0];
+        p->t[0] = p->t[1];
+        p->t[1] = tmp;
+        x = &p->t[1];
+    }
+    const int oi = grad ? 2 : 1;
+    if (grad)
+        fo_new(p, oi, dt, nd, xd[0], xd[1], xd[2]);
+    else
+        fo_new(p, oi, dt, nd, od[0], od[1], od[2]);
+    uint8_t *w = fo_want(p, oi);
+    const size_t es = esize(dt);
+    for (int64_t o = 0; o < n; o++) {
+        int64_t idx[3] = {0, 0, 0}, rem = o;
+        for (int k = nd - 1; k >= 0; k--) idx[k] = rem % od[k], rem /= od[k];
+        int64_t ia = 0, ib = 0;
+        for (int k = 0; k < nd; k++) {
+            ia = ia * xd[k] + idx[k];
+            ib = ib * xd[k] + idx[k] + (k == dim ? h : 0);
+        }
+        const double a = fr_decode(dt, x->data, ia), b = fr_decode(dt, x->data, ib), s = 1.0 / (1.0 + exp(-a));
+        if (!grad) {
+            const uint32_t bits = fr_round(dt, a * s * b);
+            memcpy(w + (size_t)o * es, &bits, es);
+        } else {
+            const double g = fr_decode(dt, p->t[0].data, o);
+            const uint32_t da = fr_round(dt, g * (s + s * (1 - s) * a) * b), db = fr_round(dt, g * s * a);
+            memcpy(w + (size_t)ia * es, &da, es);
+            memcpy(w + (size_t)ib * es, &db, es);
+        }
+    }
+    p->tol[oi] = dt == ACL_FLOAT ? 1e-5 : dt == ACL_FLOAT16 ? 2e-3 : 1.6e-2;
+    p->a[0].i = fz_u8(in) & 1 ? dim - nd : dim; /* negative dims count from the end */
+    return true;
+}
+static bool mk_swiglu(fz_in *in, rng *r, fo_prob *p) { return mk_swiglu_any(in, r, p, false); }
+static bool mk_swiglu_grad(fz_in *in, rng *r, fo_prob *p) { return mk_swiglu_any(in, r, p, true); }
+
 typedef bool (*mk_fn)(fz_in *in, rng *r, fo_prob *p);
 /* One row per operator: its aclnn name and how to make a valid small problem
  * with its oracle (NULL: hostile descriptors and data only, as for an
@@ -602,6 +655,8 @@ static const struct {
     {"aclnnMoeInitRouting", mk_ir1},
     {"aclnnMoeFinalizeRoutingV2Grad", mk_frg},
     {"aclnnMoeTokenUnpermuteGrad", mk_tug},
+    {"aclnnSwiGlu", mk_swiglu},
+    {"aclnnSwiGluGrad", mk_swiglu_grad},
 };
 static mk_fn row_of(const char *name) {
     for (size_t i = 0; i < sizeof ROWS / sizeof ROWS[0]; i++)

@@ -142,6 +142,9 @@ typedef enum {
     MF_OP_TOKEN_UNPERMUTE_GRAD = 11,
     MF_OP_GATING_TOP_K_SOFTMAX = 12,
     MF_OP_GATING_TOP_K_SOFTMAX_V2 = 13,
+    /* the expert computation (SPEC 10) */
+    MF_OP_SWIGLU = 14,
+    MF_OP_SWIGLU_GRAD = 15,
     MF_OP_KIND_END /* one past the last kind: keep it last (tests/test_registry.c walks 1..END-1) */
 } mf_op_kind;
 /* The most tensors (inputs + outputs) an operator's signature has. */

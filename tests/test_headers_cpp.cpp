@@ -13,6 +13,8 @@
 #include "aclnnop/aclnn_moe_init_routing.h"
 #include "aclnnop/aclnn_moe_gating_top_k_softmax.h"
 #include "aclnnop/aclnn_moe_gating_top_k_softmax_v2.h"
+#include "aclnnop/aclnn_swi_glu.h"
+#include "aclnnop/aclnn_swi_glu_grad.h"
 #include "moefr/moefr.h"
 #include "acl/acl.h"
 

@@ -27,6 +27,8 @@ _SIGNATURES = {
     "aclnnMoeTokenPermuteGrad": [_vp, _vp, _i64, _bool, _vp],
     "aclnnMoeTokenUnpermute": [_vp, _vp, _vp, _bool, _vp, _vp],
     "aclnnMoeTokenUnpermuteGrad": [_vp, _vp, _vp, _vp, _bool, _vp, _vp, _vp],
+    "aclnnSwiGlu": [_vp, _i64, _vp],
+    "aclnnSwiGluGrad": [_vp, _vp, _i64, _vp],
 }
 
 POISON_OUTPUTS = False  # tests: fill fresh floating outputs with NaN before the library writes
@@ -194,3 +196,22 @@ def token_unpermute_grad(permuted, grad_unpermuted, sorted_indices, probs, padde
     run("aclnnMoeTokenUnpermuteGrad", permuted, grad_unpermuted, sorted_indices, probs, bool(padded_mode),
         list(restore_shape) if restore_shape is not None else [1], gp, gprob)
     return gp, (gprob if probs is not None else None)
+
+
+def swiglu(x, dim):
+    """aclnnSwiGlu -> silu(A) * B, x's shape with dim halved (an odd size is the library's to refuse)."""
+    shape = list(x.shape)
+    if x.dim() > 0:
+        d = dim + x.dim() if -x.dim() <= dim < 0 else dim
+        if 0 <= d < x.dim():
+            shape[d] //= 2
+    out = empty(shape, x.dtype)
+    run("aclnnSwiGlu", x, int(dim), out)
+    return out
+
+
+def swiglu_grad(grad_out, x, dim):
+    """aclnnSwiGluGrad -> the gradient of x (x's shape): d/dA in the first half, d/dB in the second."""
+    out = empty(tuple(x.shape), x.dtype)
+    run("aclnnSwiGluGrad", grad_out, x, int(dim), out)
+    return out

@@ -29,6 +29,7 @@ step "install tree (SPEC section 1)"
 for f in include/acl/acl.h include/aclnn/acl_meta.h include/aclnn/aclnn_base.h \
          include/aclnnop/aclnn_moe_finalize_routing_v2_grad.h include/aclnnop/aclnn_moe_finalize_routing_v2.h \
          include/aclnnop/aclnn_moe_init_routing.h include/aclnnop/aclnn_moe_finalize_routing.h \
+         include/aclnnop/aclnn_swi_glu.h include/aclnnop/aclnn_swi_glu_grad.h \
          lib64/libmoefr.so.$version lib64/libmoefr.so lib64/libmoefr.a lib64/pkgconfig/moefr.pc \
          lib64/cmake/moefr/moefrConfig.cmake lib64/cmake/moefr/moefrConfigVersion.cmake \
          lib64/cmake/moefr/moefrTargets.cmake include/acl/acl_base.h include/acl/acl_rt.h \
@@ -40,7 +41,7 @@ real=$(readlink -f "$lib/libmoefr.so.$version")
 soname=$(readelf -d "$real" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [ "$soname" = "libmoefr.so.$major" ] || fail "SONAME is '$soname', want libmoefr.so.$major"
 echo "SONAME $soname"
-for name in libmoefr.so libascendcl.so libnnopbase.so libopapi.so libopapi_math.so libopapi_transformer.so; do
+for name in libmoefr.so libascendcl.so libnnopbase.so libopapi.so libopapi_math.so libopapi_transformer.so libopapi_nn.so; do
   [ -L "$lib/$name" ] || fail "$name is not a symlink"
   [ "$(readlink -f "$lib/$name")" = "$real" ] || fail "$name resolves to $(readlink -f "$lib/$name"), not $real"
   got=$(readelf -d "$lib/$name" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
@@ -49,7 +50,7 @@ for name in libmoefr.so libascendcl.so libnnopbase.so libopapi.so libopapi_math.
 done
 # Only moefr's libraries in lib64: a stray library there would shadow a real toolkit's.
 extra=$(cd "$lib" && ls -1 | grep -E '\.(so|a)(\.|$)' |
-  grep -v -x -E "libmoefr\.so(\.$major|\.$version)?|libmoefr\.a|lib(ascendcl|nnopbase|opapi|opapi_math|opapi_transformer)\.so" || true)
+  grep -v -x -E "libmoefr\.so(\.$major|\.$version)?|libmoefr\.a|lib(ascendcl|nnopbase|opapi|opapi_math|opapi_transformer|opapi_nn)\.so" || true)
 [ -z "$extra" ] || fail "unexpected libraries in lib64: $extra"
 for sym in aclInit aclrtMalloc aclCreateTensor aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize \
            aclnnMoeFinalizeRoutingV2Grad aclGetRecentErrMsg aclrtCreateContext aclrtEventElapsedTime \
@@ -57,7 +58,8 @@ for sym in aclInit aclrtMalloc aclCreateTensor aclnnMoeFinalizeRoutingV2GradGetW
            aclnnMoeInitRoutingGetWorkspaceSize aclnnMoeInitRouting aclnnMoeFinalizeRoutingGetWorkspaceSize \
            aclnnMoeFinalizeRouting \
            aclnnMoeGatingTopKSoftmaxGetWorkspaceSize aclnnMoeGatingTopKSoftmax \
-           aclnnMoeGatingTopKSoftmaxV2GetWorkspaceSize aclnnMoeGatingTopKSoftmaxV2; do
+           aclnnMoeGatingTopKSoftmaxV2GetWorkspaceSize aclnnMoeGatingTopKSoftmaxV2 \
+           aclnnSwiGluGetWorkspaceSize aclnnSwiGlu aclnnSwiGluGradGetWorkspaceSize aclnnSwiGluGrad; do
   # grep reads to the end: with -q it may exit before nm has written all, and
   # pipefail would report nm's SIGPIPE as a missing symbol
   nm -D --defined-only "$real" | grep " T $sym\$" >/dev/null || fail "$sym not exported"

@@ -12,68 +12,10 @@
 
 #include "ops/routing/gating.h"
 
-#if GT_W != 4 && GT_W != 8
-#error "GT_W must be 4 or 8"
-#endif
+#include "ops/gv.h"
 
-/* GT_W-lane generic vectors: SSE2 or AVX2 on x86-64, Advanced SIMD on
- * AArch64, plain scalar code elsewhere. Rows are padded to a multiple of 8
- * floats with -inf (exp gives +0, which the sums absorb). */
-typedef float gvf __attribute__((vector_size(4 * GT_W)));
-typedef int32_t gvi __attribute__((vector_size(4 * GT_W)));
-#define GT_NV (8 / GT_W) /* vectors per block of 8 */
-/* (a vector plus a scalar broadcasts it: one instruction where a lane loop
- * may become a chain of inserts) */
-static inline gvi gi_splat(int32_t i) {
-    const gvi z = {0};
-    return z + i;
-}
-static inline gvf gv_splat(float f) { return (gvf)gi_splat((int32_t)mf_f32_bits(f)); }
-static inline gvf gv_load(const float *p) {
-    gvf v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-static inline gvf gv_loadb(const char *p) {
-    gvf v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-static inline void gv_store(float *p, gvf v) { memcpy(p, &v, sizeof v); }
-/* m ? a : b, lane by lane (m all ones or all zeros) */
-static inline gvf gv_sel(gvi m, gvf a, gvf b) { return (gvf)(((gvi)a & m) | ((gvi)b & ~m)); }
-static inline gvi gi_sel(gvi m, gvi a, gvi b) { return (a & m) | (b & ~m); }
-
-/* exp(a) for a <= 0 (and NaN), within 2 ulp for normal results: a = n*ln2 + t
- * with |t| <= ln2/2 (ln2 in two parts, the first exact in 9 bits, so n*C1 is
- * exact), exp(t) by a degree-7 polynomial (Horner), times 2^n built from the
- * exponent bits in two halves so subnormal results come out right; a < -104
- * gives +0. n comes from the bits of a/ln2 + 1.5*2^23, never from a
- * float-to-int conversion (a NaN lane stays defined and gives NaN). */
-static inline gvf gt_expv(gvf a) {
-    const gvf lo = gv_splat(-104.0f), magic = gv_splat(12582912.0f); /* 1.5 * 2^23 */
-    const gvi tiny = a < lo;
-    const gvf c = gv_sel(tiny, lo, a);
-    const gvf t = c * gv_splat(1.44269504088896341f) + magic;
-    const gvf n = t - magic; /* round(c / ln2), exact */
-    const gvi ni = (gvi)t - (gvi)magic;
-    gvf r = c - n * gv_splat(0.693359375f);
-    r = r - n * gv_splat(-2.12194440e-4f);
-    gvf q = gv_splat(1.9875691500e-4f);
-    q = q * r + gv_splat(1.3981999507e-3f);
-    q = q * r + gv_splat(8.3334519073e-3f);
-    q = q * r + gv_splat(4.1665795894e-2f);
-    q = q * r + gv_splat(1.6666665459e-1f);
-    q = q * r + gv_splat(5.0000001201e-1f);
-    const gvf e = q * (r * r) + r + gv_splat(1.0f);
-    /* n in [-150, 0]: 2^n = 2^n1 * 2^(n - n1), both normal (n1 = n / 2 toward 0) */
-    gvi nc = gi_sel(ni < gi_splat(-150), gi_splat(-150), ni);
-    nc = gi_sel(nc > gi_splat(0), gi_splat(0), nc);
-    const gvi n1 = (nc - (nc >> 31)) >> 1, n2 = nc - n1;
-    const gvf s1 = (gvf)((n1 + gi_splat(127)) << 23), s2 = (gvf)((n2 + gi_splat(127)) << 23);
-    const gvf v = e * s1 * s2;
-    return gv_sel(tiny, gv_splat(0.0f), v);
-}
+/* Rows are padded to a multiple of 8 floats with -inf (exp gives +0, which
+ * the sums absorb). */
 
 #define GT_QNAN 0x7FC00000u
 

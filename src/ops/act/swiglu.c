@@ -1,0 +1,284 @@
+/* swiglu.c - aclnnSwiGlu and aclnnSwiGluGrad, both phases (ops-nn
+ * activation/swi_glu, swi_glu_grad; SPEC 10).
+ *
+ * Phase 1: the definition table (swi_glu_def.cpp, swi_glu_grad_def.cpp: one
+ * dtype for every tensor, FLOAT16, FLOAT or BF16), the engine's empty-output
+ * rule, then the shape rules: dim in [-rank, rank) (161002, as the docs say),
+ * x.shape[dim] even (infershape) and the output shapes (561002).
+ *
+ * Phase 2: x is seen as rows x [A | B], rows the product of the dims before
+ * dim and each half `inner` elements (dim halved times the dims after it),
+ * as CANN's tiling flattens it. Work goes in units of (row, SG_CHUNK
+ * elements of the half-row): gathered from any strided view and widened to
+ * fp32 on the stack, computed by the block routine (swiglu_core.h), rounded
+ * once and stored to the contiguous output. Element-wise and fixed in its
+ * operations, so the bits depend on neither MOEFR_ISA nor the thread count. */
+#include "aclnnop/aclnn_swi_glu.h"
+#include "aclnnop/aclnn_swi_glu_grad.h"
+#include "ops/opdef.h"
+
+/* the generic four-lane block routines (swiglu_avx2.c builds the eight-lane ones) */
+#define GT_W 4
+#define SG_FWD mf_swiglu_fwd_generic
+#define SG_BWD mf_swiglu_bwd_generic
+#include "ops/act/swiglu_core.h"
+
+static const char OPF[] = "aclnnSwiGlu";
+static const char OPB[] = "aclnnSwiGluGrad";
+#define TILING ACLNN_ERR_INNER_TILING_ERROR
+#define SG_SERIAL_UNITS 16 /* below this many units, one thread */
+
+enum { F_X, F_OUT, F_NT };
+static const char *const NAMES_F[F_NT] = {"x", "out"};
+static const unsigned FLAGS_F[F_NT] = {MF_T_REQUIRED, MF_T_REQUIRED | MF_T_CONTIG};
+static const mf_dtcol COLS_F[] = {{ACL_FLOAT16, ACL_FLOAT16}, {ACL_FLOAT, ACL_FLOAT}, {ACL_BF16, ACL_BF16}};
+static const mf_op_def DEF_F = {OPF, MF_OP_SWIGLU, 1, 1, NAMES_F, FLAGS_F, COLS_F, 3, COLS_F, 3};
+
+enum { B_DY, B_X, B_OUT, B_NT };
+static const char *const NAMES_B[B_NT] = {"yGrad", "x", "out"};
+static const unsigned FLAGS_B[B_NT] = {MF_T_REQUIRED, MF_T_REQUIRED, MF_T_REQUIRED | MF_T_CONTIG};
+static const mf_dtcol COLS_B[] = {{ACL_FLOAT16, ACL_FLOAT16, ACL_FLOAT16},
+                                  {ACL_FLOAT, ACL_FLOAT, ACL_FLOAT},
+                                  {ACL_BF16, ACL_BF16, ACL_BF16}};
+static const mf_op_def DEF_B = {OPB, MF_OP_SWIGLU_GRAD, 2, 1, NAMES_B, FLAGS_B, COLS_B, 3, COLS_B, 3};
+
+typedef struct sg_plan {
+    bool empty, grad;
+    int dim;       /* normalised */
+    int64_t rows;  /* product of the dims before dim */
+    int64_t inner; /* elements of one half-row */
+} sg_plan;
+
+/* ---- phase 2 ---- */
+
+/* A tensor seen as rows x halves x inner: outer dims (before dim) and inner
+ * dims (dim, halved for x, and the dims after it), strides in bytes. */
+typedef struct sg_view {
+    const char *base;
+    int dtype, es, no, ni;
+    int64_t osz[MF_MAX_DIMS], ost[MF_MAX_DIMS];
+    int64_t isz[MF_MAX_DIMS], ist[MF_MAX_DIMS];
+    int64_t half;  /* bytes from A to B */
+    bool dense;    /* the inner dims are one contiguous run */
+} sg_view;
+
+/* h: the size of dim in the view (x: half its size; yGrad: its size). */
+static sg_view sg_view_of(const aclTensor *t, int dim, int64_t h) {
+    sg_view v;
+    memset(&v, 0, sizeof v);
+    v.base = mf_tensor_base(t);
+    v.dtype = t->dtype;
+    v.es = (int)mf_dtype_size(t->dtype);
+    v.no = dim;
+    for (int i = 0; i < dim; i++) v.osz[i] = t->dims[i], v.ost[i] = t->strides[i] * v.es;
+    v.ni = t->ndim - dim;
+    for (int i = dim; i < t->ndim; i++) v.isz[i - dim] = t->dims[i], v.ist[i - dim] = t->strides[i] * v.es;
+    v.isz[0] = h;
+    v.half = h * t->strides[dim] * v.es;
+    int64_t want = v.es;
+    v.dense = true;
+    for (int i = v.ni - 1; i >= 0; i--) {
+        if (v.isz[i] != 1 && v.ist[i] != want) v.dense = false;
+        want *= v.isz[i];
+    }
+    return v;
+}
+
+static void sg_load(const char *p, int dtype, int64_t n, float *dst) {
+    if (dtype == ACL_FLOAT) {
+        memcpy(dst, p, (size_t)n * 4);
+        return;
+    }
+    for (int64_t k = 0; k < n; k++) {
+        uint16_t h;
+        memcpy(&h, p + 2 * k, 2);
+        dst[k] = dtype == ACL_BF16 ? mf_bf16_to_f32(h) : mf_f16_to_f32(h);
+    }
+}
+
+static float sg_load1(const char *p, int dtype) {
+    float f;
+    sg_load(p, dtype, 1, &f);
+    return f;
+}
+
+static void sg_store(char *p, int dtype, int64_t n, const float *src) {
+    if (dtype == ACL_FLOAT) {
+        memcpy(p, src, (size_t)n * 4);
+        return;
+    }
+    for (int64_t k = 0; k < n; k++) {
+        const uint16_t h = dtype == ACL_BF16 ? mf_f32_to_bf16(src[k]) : mf_f32_to_f16(src[k]);
+        memcpy(p + 2 * k, &h, 2);
+    }
+}
+
+/* Elements [c0, c0 + n) of row r's half `which` (0: A, 1: B), widened to
+ * fp32 into dst[0..n) and zeros up to the next multiple of 8. */
+static void sg_gather(const sg_view *v, int64_t r, int which, int64_t c0, int64_t n, float *dst) {
+    const char *p = v->base + which * v->half;
+    for (int i = v->no - 1; i >= 0; i--) {
+        p += (r % v->osz[i]) * v->ost[i];
+        r /= v->osz[i];
+    }
+    if (v->dense) {
+        sg_load(p + c0 * v->es, v->dtype, n, dst);
+    } else {
+        int64_t idx[MF_MAX_DIMS], c = c0;
+        for (int i = v->ni - 1; i >= 0; i--) {
+            idx[i] = c % v->isz[i];
+            c /= v->isz[i];
+            p += idx[i] * v->ist[i];
+        }
+        for (int64_t k = 0; k < n; k++) {
+            dst[k] = sg_load1(p, v->dtype);
+            for (int i = v->ni - 1; i >= 0; i--) { /* odometer: next element in row-major order */
+                p += v->ist[i];
+                if (++idx[i] < v->isz[i]) break;
+                p -= idx[i] * v->ist[i];
+                idx[i] = 0;
+            }
+        }
+    }
+    for (int64_t k = n; k < ((n + 7) & ~(int64_t)7); k++) dst[k] = 0.0f;
+}
+
+typedef struct sg_ctx {
+    const sg_plan *p;
+    sg_view x, dy;
+    char *out;
+    int dtype, es;
+    int64_t nchunks;
+    sg_fwd_fn fwd;
+    sg_bwd_fn bwd;
+} sg_ctx;
+
+static void sg_units(void *ctxp, int64_t u0, int64_t u1) {
+    const sg_ctx *c = ctxp;
+    const sg_plan *p = c->p;
+    _Alignas(64) float a[SG_CHUNK], b[SG_CHUNK], o[SG_CHUNK], g[SG_CHUNK], ob[SG_CHUNK];
+    for (int64_t u = u0; u < u1; u++) {
+        const int64_t r = u / c->nchunks, c0 = (u % c->nchunks) * SG_CHUNK;
+        const int64_t n = p->inner - c0 < SG_CHUNK ? p->inner - c0 : SG_CHUNK, np = (n + 7) & ~(int64_t)7;
+        sg_gather(&c->x, r, 0, c0, n, a);
+        sg_gather(&c->x, r, 1, c0, n, b);
+        if (!p->grad) {
+            c->fwd(a, b, o, np);
+            sg_store(c->out + (r * p->inner + c0) * c->es, c->dtype, n, o);
+        } else {
+            sg_gather(&c->dy, r, 0, c0, n, g);
+            c->bwd(a, b, g, o, ob, np);
+            char *row = c->out + r * 2 * p->inner * c->es;
+            sg_store(row + c0 * c->es, c->dtype, n, o);
+            sg_store(row + (p->inner + c0) * c->es, c->dtype, n, ob);
+        }
+    }
+}
+
+static aclnnStatus sg_run(const void *plan, const aclTensor *const *t, void *workspace) {
+    (void)workspace;
+    const sg_plan *p = plan;
+    if (p->empty) return ACLNN_SUCCESS;
+    const aclTensor *x = t[p->grad ? B_X : F_X], *out = t[p->grad ? B_OUT : F_OUT];
+    sg_ctx c;
+    memset(&c, 0, sizeof c);
+    c.p = p;
+    c.x = sg_view_of(x, p->dim, x->dims[p->dim] / 2);
+    if (p->grad) c.dy = sg_view_of(t[B_DY], p->dim, t[B_DY]->dims[p->dim]);
+    c.out = mf_tensor_base(out);
+    c.dtype = out->dtype;
+    c.es = (int)mf_dtype_size(out->dtype);
+    c.nchunks = (p->inner + SG_CHUNK - 1) / SG_CHUNK;
+    c.fwd = mf_swiglu_fwd_generic;
+    c.bwd = mf_swiglu_bwd_generic;
+#if defined(MOEFR_X86_KERNELS)
+    if (strncmp(mf_kernels()->isa, "avx", 3) == 0) { /* avx2, avx512: same bits */
+        c.fwd = mf_swiglu_fwd_avx2;
+        c.bwd = mf_swiglu_bwd_avx2;
+    }
+#endif
+    mf_parallel_for(p->rows * c.nchunks, sg_units, &c, SG_SERIAL_UNITS);
+    return ACLNN_SUCCESS;
+}
+
+/* ---- phase 1 ---- */
+
+/* want: x's shape with dims[dim] scaled by num/2 (1: halved, 2: the same). */
+static aclnnStatus sg_check_shape(const char *op, const char *name, const aclTensor *t, const aclTensor *x, int dim,
+                                  int num) {
+    bool ok = t->ndim == x->ndim;
+    for (int i = 0; ok && i < x->ndim; i++) ok = t->dims[i] == (i == dim ? x->dims[i] * num / 2 : x->dims[i]);
+    if (ok) return ACLNN_SUCCESS;
+    char a[160], b[160];
+    return mf_fail(TILING, "%s: %s shape must be x's %s with dim %d %s, got %s", op, name, mf_shape_str(x, a, sizeof a),
+                   dim, num == 1 ? "halved" : "kept", mf_shape_str(t, b, sizeof b));
+}
+
+static aclnnStatus sg_plan_of(const char *op, const aclTensor *x, int64_t dim, sg_plan *pl) {
+    const int64_t rank = x->ndim;
+    if (dim < -rank || dim >= rank || rank == 0)
+        return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: dim must be in [%lld, %lld] for x of %lld dims, got %lld", op,
+                       (long long)-rank, (long long)rank - 1, (long long)rank, (long long)dim);
+    pl->dim = (int)(dim < 0 ? dim + rank : dim);
+    if (x->dims[pl->dim] % 2 != 0)
+        return mf_fail(TILING, "%s: x's size along dim %d must be even, got %lld", op, pl->dim,
+                       (long long)x->dims[pl->dim]);
+    pl->rows = 1;
+    for (int i = 0; i < pl->dim; i++) pl->rows *= x->dims[i];
+    pl->inner = x->numel / (pl->rows ? pl->rows : 1) / 2;
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclnnSwiGluGetWorkspaceSize(const aclTensor *x, int64_t dim, const aclTensor *out,
+                                        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const aclTensor *t[F_NT] = {x, out};
+    MF_TRY(mf_op_check(&DEF_F, t, workspaceSize, executor));
+    MF_TRY(mf_isa_check(OPF));
+    sg_plan pl;
+    memset(&pl, 0, sizeof pl);
+    if (mf_op_outputs_empty(&DEF_F, t)) {
+        pl.empty = true;
+        return mf_op_publish(&DEF_F, t, 0, &pl, sizeof pl, sg_run, 0, workspaceSize, executor);
+    }
+    MF_TRY(sg_plan_of(OPF, x, dim, &pl));
+    MF_TRY(sg_check_shape(OPF, "out", out, x, pl.dim, 1));
+    return mf_op_publish(&DEF_F, t, 0, &pl, sizeof pl, sg_run, 0, workspaceSize, executor);
+}
+
+aclnnStatus aclnnSwiGlu(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return mf_executor_execute(executor, MF_OP_SWIGLU, OPF, workspace, workspaceSize, stream);
+}
+
+aclnnStatus aclnnSwiGluGradGetWorkspaceSize(const aclTensor *yGrad, const aclTensor *x, int64_t dim,
+                                            const aclTensor *out, uint64_t *workspaceSize,
+                                            aclOpExecutor **executor) {
+    const aclTensor *t[B_NT] = {yGrad, x, out};
+    MF_TRY(mf_op_check(&DEF_B, t, workspaceSize, executor));
+    MF_TRY(mf_isa_check(OPB));
+    sg_plan pl;
+    memset(&pl, 0, sizeof pl);
+    pl.grad = true;
+    if (mf_op_outputs_empty(&DEF_B, t)) {
+        pl.empty = true;
+        return mf_op_publish(&DEF_B, t, 0, &pl, sizeof pl, sg_run, 0, workspaceSize, executor);
+    }
+    MF_TRY(sg_plan_of(OPB, x, dim, &pl));
+    MF_TRY(sg_check_shape(OPB, "yGrad", yGrad, x, pl.dim, 1));
+    MF_TRY(sg_check_shape(OPB, "out", out, x, pl.dim, 2));
+    return mf_op_publish(&DEF_B, t, 0, &pl, sizeof pl, sg_run, 0, workspaceSize, executor);
+}
+
+aclnnStatus aclnnSwiGluGrad(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return mf_executor_execute(executor, MF_OP_SWIGLU_GRAD, OPB, workspace, workspaceSize, stream);
+}
+
+/* ---- registry entries (opdef.h) ---- */
+static const mf_attr_desc ATTRS[] = {{"dim", MF_ATTR_INT64, -4, 3}};
+static aclnnStatus gws_fwd(const aclTensor *const *t, const mf_attr_val *a, uint64_t *ws, aclOpExecutor **e) {
+    return aclnnSwiGluGetWorkspaceSize(t[0], a[0].i, t[1], ws, e);
+}
+static aclnnStatus gws_bwd(const aclTensor *const *t, const mf_attr_val *a, uint64_t *ws, aclOpExecutor **e) {
+    return aclnnSwiGluGradGetWorkspaceSize(t[0], t[1], a[0].i, t[2], ws, e);
+}
+const mf_op_entry mf_entry_swiglu = {&DEF_F, ATTRS, 1, gws_fwd, aclnnSwiGlu};
+const mf_op_entry mf_entry_swiglu_grad = {&DEF_B, ATTRS, 1, gws_bwd, aclnnSwiGluGrad};

@@ -1,0 +1,24 @@
+/* swiglu.h - what SwiGlu and SwiGluGrad (swiglu.c) share with their block
+ * routines, which swiglu_core.h builds once per vector width (generic four
+ * lanes in swiglu.c, AVX2 eight lanes in swiglu_avx2.c; the same bits). */
+#ifndef MOEFR_OPS_ACT_SWIGLU_H_
+#define MOEFR_OPS_ACT_SWIGLU_H_
+
+#include "ops/common.h"
+
+/* Elements of one half-row a block routine takes at a time (stack buffers;
+ * a multiple of 8). */
+#define SG_CHUNK 1024
+
+/* Forward: o[i] = silu(a[i]) * b[i]. Backward: oa[i] = d/da, ob[i] = d/db
+ * of g[i] * silu(a[i]) * b[i]. n is a multiple of 8; all arrays hold n. */
+typedef void (*sg_fwd_fn)(const float *a, const float *b, float *o, int64_t n);
+typedef void (*sg_bwd_fn)(const float *a, const float *b, const float *g, float *oa, float *ob, int64_t n);
+void mf_swiglu_fwd_generic(const float *a, const float *b, float *o, int64_t n);
+void mf_swiglu_bwd_generic(const float *a, const float *b, const float *g, float *oa, float *ob, int64_t n);
+#if defined(MOEFR_X86_KERNELS)
+void mf_swiglu_fwd_avx2(const float *a, const float *b, float *o, int64_t n);
+void mf_swiglu_bwd_avx2(const float *a, const float *b, const float *g, float *oa, float *ob, int64_t n);
+#endif
+
+#endif /* MOEFR_OPS_ACT_SWIGLU_H_ */

@@ -1,0 +1,258 @@
+/* test_swiglu.c - aclnnSwiGlu and aclnnSwiGluGrad against a float64 loop
+ * written from the formulas alone (SPEC 10):
+ *   out = A * sigmoid(A) * B;  dA = g * (s + s * (1 - s) * A) * B,  dB = g * s * A
+ * with A, B the halves of x along dim. Hand-computed values of CANN's
+ * example (x = 0..63 as (2, 32), dim -1); random shapes of 1-4 dims, every
+ * dim (negative too), half-rows that cross the 1024-element block and are
+ * not multiples of any vector width, every dtype, x and yGrad dense, padded,
+ * strided and column-major, poisoned outputs with guards; IEEE specials;
+ * the four-lane and eight-lane block routines bit for bit; every phase-1
+ * rule with its code and the outputs untouched. */
+#include <math.h>
+
+#include "aclnnop/aclnn_swi_glu.h"
+#include "aclnnop/aclnn_swi_glu_grad.h"
+#define TU_COUNT_FAILURES
+#include "testutil.h"
+#include "ops/act/swiglu.h"
+
+static const int DTS[3] = {ACL_FLOAT, ACL_FLOAT16, ACL_BF16};
+
+static aclnnStatus run_fwd(const aclTensor *x, int64_t dim, const aclTensor *out) {
+    uint64_t ws = 0;
+    aclOpExecutor *e = NULL;
+    aclnnStatus rc = aclnnSwiGluGetWorkspaceSize(x, dim, out, &ws, &e);
+    if (rc != ACLNN_SUCCESS) return rc;
+    void *w = ws ? malloc(ws) : NULL;
+    rc = aclnnSwiGlu(w, ws, e, NULL);
+    free(w);
+    return rc;
+}
+static aclnnStatus run_bwd(const aclTensor *dy, const aclTensor *x, int64_t dim, const aclTensor *out) {
+    uint64_t ws = 0;
+    aclOpExecutor *e = NULL;
+    aclnnStatus rc = aclnnSwiGluGradGetWorkspaceSize(dy, x, dim, out, &ws, &e);
+    if (rc != ACLNN_SUCCESS) return rc;
+    void *w = ws ? malloc(ws) : NULL;
+    rc = aclnnSwiGluGrad(w, ws, e, NULL);
+    free(w);
+    return rc;
+}
+
+/* got (already in dtype) against the float64 value want whose terms have
+ * magnitude mag: one rounding step of dtype at want plus 4e-6 of mag for
+ * the fp32 arithmetic (exp within 2 ulp, a division, three products), plus,
+ * when an intermediate is an fp32 subnormal (sigmoid(a) for a below -87, or
+ * a product with a subnormal input), its absolute spacing 2^-149 times the
+ * factors it is then multiplied by (bounded by `by`). NaN must meet NaN, an
+ * infinity the same infinity. */
+static double fin(double v) { return isfinite(v) ? fabs(v) : 0.0; }
+static int close_to(int dt, double got, double want, double mag, double by) {
+    if (isnan(want)) return isnan(got);
+    if (isinf(want) || isinf(got)) return got == want || (isinf(got) && fabs(want) > 1e38 && (got > 0) == (want > 0));
+    return fabs(got - want) <= fr_quantum(dt, want) + 4e-6 * mag + 4 * 0x1p-149 * by;
+}
+
+/* CANN's example, by hand: row 0 is a = 0..15, b = 16..31; row 1 a = 32..47, b = 48..63. */
+static void cann_example(void) {
+    float x[64], out[32 + 16];
+    for (int i = 0; i < 64; i++) x[i] = (float)i;
+    memset(out, 0xA5, sizeof out);
+    aclTensor *tx = tu_mk(2, 2, 32, 0, ACL_FLOAT, x), *to = tu_mk(2, 2, 16, 0, ACL_FLOAT, out);
+    CHECK(run_fwd(tx, -1, to) == ACLNN_SUCCESS, "example: %s", tu_msg());
+    /* out[1] = 1 * sigmoid(1) * 17; out[16] = 32 * sigmoid(32) * 48 (sigmoid(32) rounds to 1 in fp32) */
+    CHECK(out[0] == 0.0f, "example out[0] = %.9g", out[0]);
+    CHECK(fabs(out[1] - 12.42799584) < 2e-6, "example out[1] = %.9g, want 12.427996", out[1]);
+    CHECK(out[16] == 1536.0f, "example out[16] = %.9g, want 1536", out[16]);
+    CHECK(tu_all_poison((unsigned char *)(out + 32), 64), "example: wrote past out");
+    /* SwiGluGrad's example: yGrad = -2..29 (2, 16), x = -2..61 (2, 32) */
+    float dy[32], xg[64], g[64];
+    for (int i = 0; i < 32; i++) dy[i] = (float)(i - 2);
+    for (int i = 0; i < 64; i++) xg[i] = (float)(i - 2);
+    aclTensor *tdy = tu_mk(2, 2, 16, 0, ACL_FLOAT, dy), *txg = tu_mk(2, 2, 32, 0, ACL_FLOAT, xg),
+              *tg = tu_mk(2, 2, 32, 0, ACL_FLOAT, g);
+    CHECK(run_bwd(tdy, txg, -1, tg) == ACLNN_SUCCESS, "grad example: %s", tu_msg());
+    /* element 0: a = -2, b = 14, g = -2: s = 1/(1+e^2) */
+    const double s = 1.0 / (1.0 + exp(2.0));
+    const double da = -2.0 * (s + s * (1 - s) * -2.0) * 14.0, db = -2.0 * s * -2.0;
+    CHECK(fabs(g[0] - da) < 1e-5 && fabs(g[16] - db) < 1e-6, "grad example: %.9g %.9g, want %.9g %.9g", g[0], g[16],
+          da, db);
+    CHECK(g[2] == 0.0f && g[18] == 0.0f, "grad example: g = 0 gives %g %g", g[2], g[18]); /* dy[2] = 0 */
+    tu_destroy(tx), tu_destroy(to), tu_destroy(tdy), tu_destroy(txg), tu_destroy(tg);
+}
+
+static double val(int dt, int specials) {
+    const int c = (int)tu_int(0, 999);
+    if (specials && c < 6) {
+        static const double sp[6] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 1e-40};
+        return sp[c];
+    }
+    if (c < 60) return (tu_unit() - 0.5) * 200.0; /* exp saturates both ways */
+    (void)dt;
+    return tu_unit() * 8 - 4;
+}
+
+/* One random problem: rank 1-4, a split dim, a layout per input. */
+static void random_case(int grad, int specials) {
+    const int dt = DTS[tu_int(0, 2)], nd = (int)tu_int(1, 4), dim = (int)tu_int(0, nd - 1);
+    int64_t xd[4], od[4];
+    for (int k = 0; k < nd; k++) xd[k] = tu_int(1, 5);
+    static const int64_t halves[] = {1, 3, 7, 9, 17, 1023, 1024, 1025, 2051};
+    xd[dim] = 2 * halves[tu_int(0, 8)];
+    if (xd[dim] > 100 && nd > 2) xd[dim] = 2 * tu_int(1, 40); /* keep the test quick */
+    memcpy(od, xd, sizeof od);
+    od[dim] /= 2;
+    int64_t nx = 1, no = 1;
+    for (int k = 0; k < nd; k++) nx *= xd[k], no *= od[k];
+    const size_t es = fr_size(dt);
+    double *xv = malloc(sizeof(double) * (size_t)nx), *gv = malloc(sizeof(double) * (size_t)no);
+    unsigned char *xb = malloc((size_t)nx * es), *gb = malloc((size_t)no * es);
+    for (int64_t i = 0; i < nx; i++) {
+        tu_put(dt, xb, i, val(dt, specials));
+        xv[i] = fr_decode(dt, xb, i);
+    }
+    for (int64_t i = 0; i < no; i++) {
+        tu_put(dt, gb, i, val(dt, specials));
+        gv[i] = fr_decode(dt, gb, i);
+    }
+    const int kx = (int)tu_int(0, TU_KINDS - 1), kg = (int)tu_int(0, TU_KINDS - 1);
+    /* tu_view lays out up to 3 dims; 4-dim problems stay dense over xb / gb */
+    tu_owned tx = {NULL, NULL}, tg = {NULL, NULL};
+    if (nd <= 3) tx = tu_view(dt, nd, xd, xb, kx);
+    else tx.t = tu_tensor(xd, nd, (aclDataType)dt, xb);
+    if (grad && nd <= 3) tg = tu_view(dt, nd, od, gb, kg);
+    else if (grad) tg.t = tu_tensor(od, nd, (aclDataType)dt, gb);
+    const int64_t nout = grad ? nx : no;
+    unsigned char *out = tu_poisoned((size_t)nout * es);
+    aclTensor *to = tu_tensor(grad ? xd : od, nd, (aclDataType)dt, out);
+    const int64_t sdim = tu_chance(50) ? dim - nd : dim;
+    aclnnStatus rc = grad ? run_bwd(tg.t, tx.t, sdim, to) : run_fwd(tx.t, sdim, to);
+    g_cases++;
+    CHECK(rc == ACLNN_SUCCESS, "%s dt %d nd %d dim %lld: %d %s", grad ? "grad" : "fwd", dt, nd, (long long)sdim, rc,
+          tu_msg());
+    int bad = 0;
+    for (int64_t o = 0; o < no && rc == ACLNN_SUCCESS && !bad; o++) {
+        int64_t idx[4], rem = o, ia = 0, ib = 0;
+        for (int k = nd - 1; k >= 0; k--) idx[k] = rem % od[k], rem /= od[k];
+        for (int k = 0; k < nd; k++) {
+            ia = ia * xd[k] + idx[k];
+            ib = ib * xd[k] + idx[k] + (k == dim ? od[dim] : 0);
+        }
+        const double a = xv[ia], b = xv[ib], s = 1.0 / (1.0 + exp(-a));
+        if (!grad) {
+            const double w = a * s * b, got = fr_decode(dt, out, o);
+            if (!close_to(dt, got, w, fabs(w), (1 + fin(a)) * (1 + fin(b)))) {
+                CHECK(0, "fwd dt %d shape nd %d dim %d: out[%lld] = %.9g, want %.9g (a %g b %g)", dt, nd, dim,
+                      (long long)o, got, w, a, b);
+                bad = 1;
+            }
+        } else {
+            const double g = gv[o], wa = g * (s + s * (1 - s) * a) * b, wb = g * s * a;
+            const double ma = fabs(g * b) * (fabs(s) + fabs(s * (1 - s) * a)), ga = fr_decode(dt, out, ia),
+                         gb2 = fr_decode(dt, out, ib);
+            const double by = (1 + fin(g)) * (1 + fin(a)) * (1 + fin(b));
+            if (!close_to(dt, ga, wa, ma, by) || !close_to(dt, gb2, wb, fabs(wb), by)) {
+                CHECK(0, "grad dt %d nd %d dim %d at %lld: dA %.9g want %.9g, dB %.9g want %.9g (a %g b %g g %g)", dt,
+                      nd, dim, (long long)o, ga, wa, gb2, wb, a, b, g);
+                bad = 1;
+            }
+        }
+    }
+    CHECK(tu_guard_ok(out, (size_t)nout * es), "%s: wrote past out", grad ? "grad" : "fwd");
+    tu_free(&tx), tu_free(&tg), tu_destroy(to);
+    free(out), free(xv), free(gv), free(xb), free(gb);
+}
+
+/* The generic and AVX2 block routines give the same bits, specials included. */
+static void widths_agree(void) {
+#if defined(MOEFR_X86_KERNELS)
+    if (!__builtin_cpu_supports("avx2")) {
+        printf("test_swiglu: no AVX2 here: the width comparison runs where it can (not counted)\n");
+        return;
+    }
+    enum { N = 4096 };
+    static float a[N], b[N], g[N], o1[N], o2[N], p1[N], p2[N];
+    for (int i = 0; i < N; i++) {
+        uint32_t u = (uint32_t)tu_next();
+        if (i % 3 == 0) memcpy(&a[i], &u, 4); /* any bit pattern: NaNs, infinities, subnormals */
+        else a[i] = (float)((tu_unit() - 0.5) * 250);
+        b[i] = (float)(tu_unit() * 4 - 2);
+        g[i] = (float)(tu_unit() * 4 - 2);
+    }
+    mf_swiglu_fwd_generic(a, b, o1, N);
+    mf_swiglu_fwd_avx2(a, b, o2, N);
+    CHECK(memcmp(o1, o2, sizeof o1) == 0, "forward: generic and avx2 bits differ");
+    mf_swiglu_bwd_generic(a, b, g, o1, p1, N);
+    mf_swiglu_bwd_avx2(a, b, g, o2, p2, N);
+    CHECK(memcmp(o1, o2, sizeof o1) == 0 && memcmp(p1, p2, sizeof p1) == 0, "backward: generic and avx2 bits differ");
+    g_cases++;
+#endif
+}
+
+#define P1(call, want)                                                                                      \
+    do {                                                                                                    \
+        aclOpExecutor *e_ = NULL;                                                                           \
+        uint64_t ws_ = 0;                                                                                   \
+        aclnnStatus rc_ = (call);                                                                           \
+        CHECK(rc_ == (want), "line %d: %s gave %d, want %d (%s)", __LINE__, #call, rc_, want, tu_msg());    \
+        CHECK(rc_ == ACLNN_SUCCESS || tu_msg_has(NULL), "line %d: no one-line message", __LINE__);          \
+        if (rc_ == ACLNN_SUCCESS) aclDestroyAclOpExecutor(e_);                                              \
+        (void)ws_;                                                                                          \
+    } while (0)
+#define FWD(x, d, o, want) P1(aclnnSwiGluGetWorkspaceSize(x, d, o, &ws_, &e_), want)
+#define BWD(g, x, d, o, want) P1(aclnnSwiGluGradGetWorkspaceSize(g, x, d, o, &ws_, &e_), want)
+
+static void validation(void) {
+    float xb[24], ob[24 + 16], gb[24];
+    memset(xb, 0, sizeof xb), memset(gb, 0, sizeof gb);
+    memset(ob, 0xA5, sizeof ob);
+    aclTensor *x = tu_mk(2, 4, 6, 0, ACL_FLOAT, xb), *o = tu_mk(2, 4, 3, 0, ACL_FLOAT, ob),
+              *g = tu_mk(2, 4, 3, 0, ACL_FLOAT, gb), *ox = tu_mk(2, 4, 6, 0, ACL_FLOAT, ob);
+    aclTensor *xh = tu_mk(2, 4, 6, 0, ACL_FLOAT16, xb), *xi = tu_mk(2, 4, 6, 0, ACL_INT32, xb),
+              *x5 = tu_mk(2, 4, 5, 0, ACL_FLOAT, xb), *o5 = tu_mk(2, 4, 2, 0, ACL_FLOAT, ob),
+              *obad = tu_mk(2, 4, 4, 0, ACL_FLOAT, ob), *o2 = tu_mk(2, 2, 6, 0, ACL_FLOAT, ob),
+              *xe = tu_mk(2, 0, 6, 0, ACL_FLOAT, xb), *oe = tu_mk(2, 0, 3, 0, ACL_FLOAT, ob);
+    const int64_t td[2] = {4, 3}, ts[2] = {1, 4}, sd[1] = {12};
+    aclTensor *onc = aclCreateTensor(td, 2, ACL_FLOAT, ts, 0, ACL_FORMAT_ND, sd, 1, ob); /* a transposed out */
+    {
+        aclOpExecutor *e_ = NULL;
+        uint64_t ws_ = 0;
+        CHECK(aclnnSwiGluGetWorkspaceSize(NULL, -1, o, &ws_, &e_) == ACLNN_ERR_PARAM_NULLPTR &&
+                  tu_msg_has("aclnnSwiGlu", "x", NULL),
+              "NULL x: %s", tu_msg());
+    }
+    FWD(x, -1, NULL, ACLNN_ERR_PARAM_NULLPTR);
+    FWD(xh, -1, o, ACLNN_ERR_PARAM_INVALID); /* dtypes differ */
+    FWD(xi, -1, o, ACLNN_ERR_PARAM_INVALID); /* int32 */
+    FWD(x, 2, o, ACLNN_ERR_PARAM_INVALID);   /* dim out of range */
+    FWD(x, -3, o, ACLNN_ERR_PARAM_INVALID);
+    FWD(x5, -1, o5, ACLNN_ERR_INNER_TILING_ERROR); /* odd split */
+    FWD(x, -1, obad, ACLNN_ERR_INNER_TILING_ERROR); /* out's shape */
+    FWD(x, 0, o, ACLNN_ERR_INNER_TILING_ERROR);     /* (4, 6) split on dim 0 is (2, 6) */
+    FWD(x, 0, o2, ACLNN_SUCCESS);
+    FWD(x, -1, onc, ACLNN_ERR_PARAM_INVALID); /* out must be contiguous */
+    FWD(x, -2, o2, ACLNN_SUCCESS);
+    FWD(xe, -1, oe, ACLNN_SUCCESS); /* empty */
+    FWD(xe, 7, oe, ACLNN_SUCCESS);  /* empty output: success before the shape rules, as CANN's engine */
+    BWD(NULL, x, -1, ox, ACLNN_ERR_PARAM_NULLPTR);
+    BWD(g, x, -1, ox, ACLNN_SUCCESS);
+    BWD(g, x, -1, o, ACLNN_ERR_INNER_TILING_ERROR);  /* out must be x's shape */
+    BWD(ox, x, -1, ox, ACLNN_ERR_INNER_TILING_ERROR); /* yGrad must be x's with dim halved */
+    BWD(g, x, 3, ox, ACLNN_ERR_PARAM_INVALID);
+    BWD(g, xh, -1, ox, ACLNN_ERR_PARAM_INVALID);
+    CHECK(tu_all_poison((unsigned char *)ob, sizeof ob), "a refused or planned call wrote out");
+    /* phase 2 of the empty problem writes nothing */
+    CHECK(run_fwd(xe, -1, oe) == ACLNN_SUCCESS && tu_all_poison((unsigned char *)ob, sizeof ob), "empty run");
+    aclTensor *all[] = {x, o, g, ox, xh, xi, x5, o5, obad, o2, xe, oe, onc};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tu_destroy(all[i]);
+}
+
+int main(void) {
+    tu_seed("test_swiglu");
+    cann_example();
+    validation();
+    widths_agree();
+    for (int i = 0; i < 300; i++) random_case(i & 1, i % 5 == 0);
+    printf("test_swiglu: %d cases, %d checks, %d failures\n", g_cases, g_checks, g_fail);
+    return g_fail != 0;
+}

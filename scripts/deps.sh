@@ -15,6 +15,14 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 # wait for another apt (a parallel `make`) instead of failing on its lock
 APT="$SUDO apt-get -o DPkg::Lock::Timeout=600"
+# a foreign-architecture package (pkg:arm64, the cross build's libraries) needs
+# that architecture known to dpkg before apt can see it
+for p in $missing; do
+  case $p in
+    *:*) arch=${p##*:}
+         dpkg --print-foreign-architectures | grep -qx "$arch" || $SUDO dpkg --add-architecture "$arch" ;;
+  esac
+done
 $APT update -qq
 # shellcheck disable=SC2086
 DEBIAN_FRONTEND=noninteractive $APT install -y -qq --no-install-recommends $missing

@@ -116,6 +116,10 @@ typedef struct mf_list {
     const void **items;
 } mf_list;
 
+/* Unregisters and frees a tensor list without destroying its elements (an
+ * internal list built over tensors someone else owns: the registry thunks). */
+void mf_list_release(const void *list);
+
 /* ---- pointer registry (registry.c): a mutex-guarded hash set ---- */
 typedef struct mf_registry mf_registry;
 extern mf_registry mf_tensors, mf_executors, mf_streams, mf_allocs;
@@ -145,6 +149,11 @@ typedef enum {
     /* the expert computation (SPEC 10) */
     MF_OP_SWIGLU = 14,
     MF_OP_SWIGLU_GRAD = 15,
+    MF_OP_GROUPED_MATMUL = 16, /* V1 */
+    MF_OP_GROUPED_MATMUL_V2 = 17,
+    MF_OP_GROUPED_MATMUL_V3 = 18,
+    MF_OP_GROUPED_MATMUL_V4 = 19,
+    MF_OP_GROUPED_MATMUL_V5 = 20,
     MF_OP_KIND_END /* one past the last kind: keep it last (tests/test_registry.c walks 1..END-1) */
 } mf_op_kind;
 /* The most tensors (inputs + outputs) an operator's signature has. */

@@ -15,6 +15,11 @@
 #include "aclnnop/aclnn_moe_gating_top_k_softmax_v2.h"
 #include "aclnnop/aclnn_swi_glu.h"
 #include "aclnnop/aclnn_swi_glu_grad.h"
+#include "aclnnop/aclnn_grouped_matmul.h"
+#include "aclnnop/aclnn_grouped_matmul_v2.h"
+#include "aclnnop/aclnn_grouped_matmul_v3.h"
+#include "aclnnop/aclnn_grouped_matmul_v4.h"
+#include "aclnnop/aclnn_grouped_matmul_v5.h"
 #include "moefr/moefr.h"
 #include "acl/acl.h"
 

@@ -197,6 +197,13 @@ static aclnnStatus destroy_list(const char *fn, const void *p, mf_list_kind kind
     return rc;
 }
 
+void mf_list_release(const void *p) {
+    mf_list *l = p ? live_list(p, MF_LIST_TENSOR) : NULL;
+    if (l == NULL || !mf_registry_remove(&mf_lists, l)) return;
+    free(l->items);
+    free(l);
+}
+
 aclnnStatus aclDestroyTensorList(const aclTensorList *array) {
     return destroy_list("aclDestroyTensorList", array, MF_LIST_TENSOR);
 }

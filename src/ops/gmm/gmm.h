@@ -1,0 +1,52 @@
+/* gmm.h - GroupedMatmul's plan, shared by its front ends (grouped_matmul.c:
+ * V1-V5, the phase-1 rules) and its phase 2 (gmm_run.c: the groups, the
+ * tiles and the BLAS calls). */
+#ifndef MOEFR_OPS_GMM_GMM_H_
+#define MOEFR_OPS_GMM_GMM_H_
+
+#include "ops/common.h"
+
+#define GMM_MAX_LIST 128     /* tensors in x or weight (CheckGroupSize) */
+#define GMM_MAX_GROUPS 1024  /* entries of a tensor groupList (MAX_GROUP_LIST_SIZE_TENSOR) */
+
+/* One plan; the descriptors of the lists follow it: x[nx], weight[nw],
+ * bias[nb], out[ny] (copies taken at phase 1; their data addresses are the
+ * ones phase 2 reads). The group list, when there is one, is the executor's
+ * tensor slot 0 (read at phase 2, as CANN reads it on the device). */
+typedef struct gmm_plan {
+    const char *op;  /* the front end's name, for messages */
+    bool empty;      /* every x empty: nothing to do */
+    int gt;          /* -1 no split, 0 M split, 2 K split */
+    int list_type;   /* 0 cumulative ends, 1 counts */
+    bool int_array;  /* V1/V2: the group list came as an aclIntArray (values in gl[]) */
+    int nx, nw, nb, ny;
+    int64_t E;       /* groups */
+    int64_t M, K, N; /* single x (gt 0): M rows; gt 2: M, total K */
+    int dtype, bias_dtype;
+    int64_t mt, nt;     /* output tile: rows, columns (fixed by the shapes, never by the thread count) */
+    int64_t mrows;      /* the most rows a group can have (bounds a tile's rows) */
+    int64_t kmax;       /* the largest K of a group */
+    bool pack_a, pack_b; /* some x / weight cannot go to the BLAS in place (16-bit or general strides) */
+    int64_t sm, sn;     /* a tile's rows and columns at most: scratch is C (sm x sn), A (sm x kmax), B (kmax x sn) */
+    int64_t scratch;    /* floats of scratch per worker */
+    int workers;        /* scratch areas in the workspace */
+    int64_t gl[GMM_MAX_LIST]; /* V1/V2 group list values (int_array) */
+    aclTensor t[];      /* nx + nw + nb + ny descriptors */
+} gmm_plan;
+
+static inline const aclTensor *gmm_x(const gmm_plan *p, int i) { return &p->t[i]; }
+static inline const aclTensor *gmm_w(const gmm_plan *p, int i) { return &p->t[p->nx + i]; }
+static inline const aclTensor *gmm_b(const gmm_plan *p, int i) { return &p->t[p->nx + p->nw + i]; }
+static inline const aclTensor *gmm_y(const gmm_plan *p, int i) { return &p->t[p->nx + p->nw + p->nb + i]; }
+
+/* Phase 2 (an mf_run_fn): t[0] is the group list tensor or NULL. */
+aclnnStatus mf_gmm_run(const void *plan, const aclTensor *const *t, void *workspace);
+/* Tile shape and scratch for a plan whose shapes, mrows, kmax and pack
+ * flags are set (phase 1). */
+void mf_gmm_tiles(gmm_plan *p);
+/* The BLAS reads t (a 2-D matrix, or the 2-D slices of a 3-D one) in place. */
+bool mf_gmm_direct(const aclTensor *t);
+/* Workspace bytes phase 2 needs for p. */
+uint64_t mf_gmm_workspace(const gmm_plan *p);
+
+#endif /* MOEFR_OPS_GMM_GMM_H_ */

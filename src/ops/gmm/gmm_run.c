@@ -1,0 +1,399 @@
+/* gmm_run.c - GroupedMatmul's phase 2: read the group list, lay out one
+ * GEMM per group, cut every group's output into tiles of a fixed shape
+ * (plan->mt x plan->nt, set from the shapes alone), and let the pool's
+ * workers take tiles from a shared counter. Each tile is one call of the
+ * BLAS's serial sgemm over the group's whole K:
+ *   - fp32 operands that are row- or column-major views go to the BLAS in
+ *     place; others (fp16, bf16, general strides) are widened exactly to
+ *     fp32 in the worker's scratch first (B panels are kept while the same
+ *     worker stays on the same panel);
+ *   - the tile's fp32 result starts as the bias (beta 1) or is overwritten
+ *     (beta 0), then is rounded once to out's dtype and stored.
+ * An output element is computed by one call whose shape depends only on the
+ * problem, so the bits are the same for every thread count and run. */
+#include <stdatomic.h>
+
+#include "blas/gemm.h"
+#include "ops/gmm/gmm.h"
+#include "ops/opdef.h"
+
+/* A matrix inside a tensor: element (i, j) at base + (i * rs + j * cs) * es
+ * when uniform; otherwise row i is row row0 + i of t's leading dims, which
+ * do not collapse to one stride (a >2-D view), and column j is col0 + j. */
+typedef struct gmm_mat {
+    const aclTensor *t;
+    const char *base;
+    int dtype, es;
+    int64_t rs, cs;
+    bool uniform;
+    int64_t row0, col0;
+} gmm_mat;
+
+typedef struct gmm_group {
+    int64_t m, k, n;
+    gmm_mat a, b, c;
+    const char *bias; /* n elements of bias_dtype at stride bias_s (elements), or NULL */
+    int64_t bias_s;
+    bool zero; /* a K-split group with k == 0: its output is zeros */
+} gmm_group;
+
+/* The rows of t (all dims but the last) as one stride, when they collapse. */
+static bool rows_collapse(const aclTensor *t, int64_t *rs) {
+    int64_t want = -1;
+    *rs = t->ndim >= 2 ? t->strides[t->ndim - 2] : 0;
+    for (int d = t->ndim - 2; d >= 0; d--) {
+        if (t->dims[d] == 1) continue;
+        if (want >= 0 && t->strides[d] != want) return false;
+        if (want < 0) *rs = t->strides[d];
+        want = t->strides[d] * t->dims[d];
+    }
+    return true;
+}
+
+/* t seen as rows x its last dim, from row row0 and column col0. */
+static gmm_mat mat_of(const aclTensor *t, int64_t row0, int64_t col0) {
+    gmm_mat m;
+    memset(&m, 0, sizeof m);
+    m.t = t;
+    m.dtype = t->dtype;
+    m.es = (int)mf_dtype_size(t->dtype);
+    m.cs = t->strides[t->ndim - 1];
+    m.row0 = row0;
+    m.col0 = col0;
+    m.uniform = rows_collapse(t, &m.rs);
+    if (m.uniform) {
+        const char *b = mf_tensor_base(t);
+        m.base = b ? b + (row0 * m.rs + col0 * m.cs) * m.es : NULL;
+    }
+    return m;
+}
+
+/* The 2-D slice [g] of a 3-D tensor, from row row0. */
+static gmm_mat mat_slice(const aclTensor *t, int64_t g, int64_t row0, int64_t col0) {
+    gmm_mat m;
+    memset(&m, 0, sizeof m);
+    m.t = t;
+    m.dtype = t->dtype;
+    m.es = (int)mf_dtype_size(t->dtype);
+    m.rs = t->strides[1];
+    m.cs = t->strides[2];
+    m.uniform = true;
+    const char *b = mf_tensor_base(t);
+    m.base = b ? b + (g * t->strides[0] + row0 * m.rs + col0 * m.cs) * m.es : NULL;
+    return m;
+}
+
+static const char *mat_at(const gmm_mat *m, int64_t i, int64_t j) {
+    if (m->uniform) return m->base + (i * m->rs + j * m->cs) * m->es;
+    const aclTensor *t = m->t;
+    int64_t r = m->row0 + i, off = t->offset + (m->col0 + j) * t->strides[t->ndim - 1];
+    for (int d = t->ndim - 2; d >= 0; d--) {
+        off += (r % t->dims[d]) * t->strides[d];
+        r /= t->dims[d];
+    }
+    return (const char *)t->data + off * m->es;
+}
+
+static inline float load_f32(const char *p, int dtype) {
+    float f;
+    uint16_t h;
+    switch (dtype) {
+    case ACL_FLOAT: memcpy(&f, p, 4); return f;
+    case ACL_FLOAT16: memcpy(&h, p, 2); return mf_f16_to_f32(h);
+    default: memcpy(&h, p, 2); return mf_bf16_to_f32(h);
+    }
+}
+
+/* Rows [i0, i0 + rows) and columns [j0, j0 + cols) of m, widened to fp32 into dst (row-major, ld cols). */
+static void pack(const gmm_mat *m, int64_t i0, int64_t rows, int64_t j0, int64_t cols, float *dst) {
+    for (int64_t i = 0; i < rows; i++) {
+        float *d = dst + i * cols;
+        if (m->uniform) {
+            const char *p = m->base + ((i0 + i) * m->rs + j0 * m->cs) * m->es;
+            const int64_t step = m->cs * m->es;
+            if (m->dtype == ACL_FLOAT && m->cs == 1) {
+                memcpy(d, p, (size_t)cols * 4);
+            } else if (m->dtype == ACL_BF16 && m->cs == 1) {
+                for (int64_t j = 0; j < cols; j++) {
+                    uint16_t h;
+                    memcpy(&h, p + 2 * j, 2);
+                    d[j] = mf_bf16_to_f32(h);
+                }
+            } else {
+                for (int64_t j = 0; j < cols; j++) d[j] = load_f32(p + j * step, m->dtype);
+            }
+        } else {
+            for (int64_t j = 0; j < cols; j++) d[j] = load_f32(mat_at(m, i0 + i, j0 + j), m->dtype);
+        }
+    }
+}
+
+/* The BLAS can read m in place: fp32, one of its strides 1. */
+static bool direct(const gmm_mat *m) { return m->dtype == ACL_FLOAT && m->uniform && (m->cs == 1 || m->rs == 1); }
+
+static void store(const gmm_mat *c, int64_t i0, int64_t rows, int64_t j0, int64_t cols, const float *src) {
+    for (int64_t i = 0; i < rows; i++) {
+        const float *s = src + i * cols;
+        if (c->uniform && c->cs == 1 && c->dtype == ACL_FLOAT) {
+            memcpy((char *)mat_at(c, i0 + i, j0), s, (size_t)cols * 4);
+            continue;
+        }
+        for (int64_t j = 0; j < cols; j++) {
+            char *p = (char *)mat_at(c, i0 + i, j0 + j);
+            if (c->dtype == ACL_FLOAT) {
+                memcpy(p, &s[j], 4);
+            } else {
+                const uint16_t h = c->dtype == ACL_BF16 ? mf_f32_to_bf16(s[j]) : mf_f32_to_f16(s[j]);
+                memcpy(p, &h, 2);
+            }
+        }
+    }
+}
+
+typedef struct gmm_ctx {
+    const gmm_plan *p;
+    const gmm_group *g;
+    const int64_t *first; /* first[gi]: the group's first tile; first[E] all tiles */
+    int64_t ntiles;
+    float *scratch;
+    atomic_llong next;
+} gmm_ctx;
+
+static void gmm_tile(const gmm_ctx *c, int64_t tile, float *sc, int64_t *cached) {
+    const gmm_plan *p = c->p;
+    int64_t lo = 0, hi = p->E; /* the group holding the tile: first[gi] <= tile < first[gi + 1] */
+    while (hi - lo > 1) {
+        const int64_t mid = (lo + hi) / 2;
+        if (c->first[mid] <= tile) lo = mid;
+        else hi = mid;
+    }
+    while (c->first[lo + 1] <= tile) lo++; /* skip groups without tiles */
+    const gmm_group *g = &c->g[lo];
+    const int64_t local = tile - c->first[lo], mblocks = (g->m + p->mt - 1) / p->mt;
+    const int64_t panel = local / mblocks, mb = local % mblocks;
+    const int64_t i0 = mb * p->mt, j0 = panel * p->nt;
+    const int64_t rows = g->m - i0 < p->mt ? g->m - i0 : p->mt, cols = g->n - j0 < p->nt ? g->n - j0 : p->nt;
+    float *cbuf = sc, *abuf = sc + p->sm * p->sn, *bbuf = abuf + (p->pack_a ? p->sm * p->kmax : 0);
+    if (g->zero) {
+        memset(cbuf, 0, (size_t)(rows * cols) * 4);
+        store(&g->c, i0, rows, j0, cols, cbuf);
+        return;
+    }
+    float beta = 0.0f;
+    if (g->bias) {
+        for (int64_t j = 0; j < cols; j++) cbuf[j] = load_f32(g->bias + (j0 + j) * g->bias_s * (int64_t)mf_dtype_size(p->bias_dtype), p->bias_dtype);
+        for (int64_t i = 1; i < rows; i++) memcpy(cbuf + i * cols, cbuf, (size_t)cols * 4);
+        beta = 1.0f;
+    }
+    const float *A, *B;
+    int64_t rsa, csa, rsb, csb;
+    if (direct(&g->a)) {
+        A = (const float *)mat_at(&g->a, i0, 0), rsa = g->a.rs, csa = g->a.cs;
+    } else {
+        pack(&g->a, i0, rows, 0, g->k, abuf);
+        A = abuf, rsa = g->k, csa = 1;
+    }
+    if (direct(&g->b)) {
+        B = (const float *)mat_at(&g->b, 0, j0), rsb = g->b.rs, csb = g->b.cs;
+    } else {
+        if (cached[0] != lo || cached[1] != panel) { /* the panel this worker packed last */
+            pack(&g->b, 0, g->k, j0, cols, bbuf);
+            cached[0] = lo, cached[1] = panel;
+        }
+        B = bbuf, rsb = cols, csb = 1;
+    }
+    mf_sgemm(rows, cols, g->k, A, rsa, csa, B, rsb, csb, beta, cbuf, cols);
+    store(&g->c, i0, rows, j0, cols, cbuf);
+}
+
+static void gmm_worker(void *ctxp, int64_t s0, int64_t s1) {
+    gmm_ctx *c = ctxp;
+    for (int64_t s = s0; s < s1; s++) {
+        float *sc = c->scratch + s * c->p->scratch;
+        int64_t cached[2] = {-1, -1};
+        for (;;) {
+            const int64_t tile = (int64_t)atomic_fetch_add(&c->next, 1);
+            if (tile >= c->ntiles) break;
+            gmm_tile(c, tile, sc, cached);
+        }
+    }
+}
+
+/* The group list's entries: v[0..n). */
+static aclnnStatus read_list(const gmm_plan *p, const aclTensor *gl, int64_t *v, int64_t *n) {
+    if (p->int_array) {
+        *n = p->E;
+        memcpy(v, p->gl, (size_t)p->E * sizeof *v);
+        return ACLNN_SUCCESS;
+    }
+    if (gl == NULL) {
+        *n = 0;
+        return ACLNN_SUCCESS;
+    }
+    *n = gl->dims[0];
+    const char *b = mf_tensor_base(gl);
+    for (int64_t i = 0; i < *n; i++) memcpy(&v[i], b + i * gl->strides[0] * 8, 8);
+    return ACLNN_SUCCESS;
+}
+
+/* ends[0..n] (ends[0] = 0) from the list; every group >= 0, the total <= limit. */
+static aclnnStatus group_ends(const gmm_plan *p, const int64_t *v, int64_t n, int64_t limit, const char *what,
+                              int64_t *ends) {
+    ends[0] = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t e = p->list_type == 0 ? v[i] : ends[i] + v[i];
+        if ((p->list_type == 0 && v[i] < ends[i]) || (p->list_type == 1 && v[i] < 0))
+            return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: groupList[%lld] = %lld %s", p->op, (long long)i,
+                           (long long)v[i], p->list_type == 0 ? "is below the entry before it (cumulative ends)"
+                                                              : "is negative (counts)");
+        if (v[i] > limit || e > limit || e < 0)
+            return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: groupList covers %lld %s at entry %lld, beyond the %lld %s has",
+                           p->op, (long long)e, what, (long long)i, (long long)limit, what);
+        ends[i + 1] = e;
+    }
+    return ACLNN_SUCCESS;
+}
+
+static int64_t rows_of(const aclTensor *t) { return t->ndim >= 1 && t->dims[t->ndim - 1] ? t->numel / t->dims[t->ndim - 1] : 0; }
+
+aclnnStatus mf_gmm_run(const void *plan, const aclTensor *const *t, void *workspace) {
+    const gmm_plan *p = plan;
+    if (p->empty) return ACLNN_SUCCESS;
+    const int n_all = p->nx + p->nw + p->nb + p->ny;
+    for (int i = 0; i < n_all; i++)
+        if (p->t[i].numel > 0 && p->t[i].data == NULL)
+            return mf_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: a tensor of %lld elements in x, weight, bias or out has a NULL address",
+                           p->op, (long long)p->t[i].numel);
+    char *ws = mf_align64(workspace);
+    gmm_group *g = (gmm_group *)ws;
+    int64_t *first = (int64_t *)(ws + ((p->E * sizeof(gmm_group) + 63) & ~(size_t)63));
+    int64_t *ends = first + p->E + 1; /* E + 1 entries, then the raw list (E) */
+    int64_t *raw = ends + p->E + 1;
+    float *scratch = (float *)mf_align64(raw + p->E);
+    int64_t nl = 0;
+    MF_TRY(read_list(p, t[0], raw, &nl));
+    memset(g, 0, (size_t)p->E * sizeof *g);
+    const aclTensor *x0 = gmm_x(p, 0), *w0 = gmm_w(p, 0), *y0 = gmm_y(p, 0);
+    for (int64_t i = 0; i < p->E; i++) {
+        gmm_group *q = &g[i];
+        const aclTensor *bt = p->nb == 0 ? NULL : p->nb == 1 && p->nw == 1 ? gmm_b(p, 0) : gmm_b(p, (int)i);
+        if (bt) {
+            const char *bb = mf_tensor_base(bt);
+            q->bias = bt->ndim == 2 ? bb + i * bt->strides[0] * (int64_t)mf_dtype_size(bt->dtype) : bb;
+            q->bias_s = bt->strides[bt->ndim - 1];
+        }
+    }
+    if (p->gt == -1) {
+        if (nl != 0 && nl != p->E)
+            return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: groupList has %lld entries for %lld groups", p->op,
+                           (long long)nl, (long long)p->E);
+        for (int64_t i = 0; i < p->E; i++) {
+            const aclTensor *xi = gmm_x(p, (int)i), *wi = gmm_w(p, (int)i), *yi = gmm_y(p, (int)i);
+            gmm_group *q = &g[i];
+            q->m = rows_of(xi), q->k = xi->dims[xi->ndim - 1], q->n = wi->dims[1];
+            q->a = mat_of(xi, 0, 0), q->b = mat_of(wi, 0, 0), q->c = mat_of(yi, 0, 0);
+        }
+    } else if (p->gt == 0) {
+        if (p->nx == 1) { /* x split by the group list */
+            if (nl != p->E)
+                return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: groupList has %lld entries for %lld groups", p->op,
+                               (long long)nl, (long long)p->E);
+            MF_TRY(group_ends(p, raw, nl, p->M, "rows of x", ends));
+        } else { /* one x per group: the list, when given, must say the same */
+            ends[0] = 0;
+            for (int64_t i = 0; i < p->E; i++) ends[i + 1] = ends[i] + gmm_x(p, (int)i)->dims[0];
+            if (nl != 0) {
+                int64_t given[GMM_MAX_LIST + 1];
+                if (nl != p->E)
+                    return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: groupList has %lld entries for %lld x tensors",
+                                   p->op, (long long)nl, (long long)p->E);
+                MF_TRY(group_ends(p, raw, nl, ends[p->E], "rows of x", given));
+                for (int64_t i = 0; i <= p->E; i++)
+                    if (given[i] != ends[i])
+                        return mf_fail(ACLNN_ERR_PARAM_INVALID,
+                                       "%s: groupList says group %lld ends at row %lld, but the x tensors end it at %lld",
+                                       p->op, (long long)i - 1, (long long)given[i], (long long)ends[i]);
+            }
+        }
+        for (int64_t i = 0; i < p->E; i++) {
+            gmm_group *q = &g[i];
+            q->m = ends[i + 1] - ends[i];
+            q->k = p->K;
+            q->n = p->N;
+            q->a = p->nx == 1 ? mat_of(x0, ends[i], 0) : mat_of(gmm_x(p, (int)i), 0, 0);
+            q->b = w0->ndim == 3 ? mat_slice(w0, i, 0, 0) : mat_of(gmm_w(p, (int)i), 0, 0);
+            if (p->ny == 1) {
+                q->c = mat_of(y0, ends[i], 0);
+            } else { /* one out per group (V1/V2): its rows must be the group's */
+                const aclTensor *yi = gmm_y(p, (int)i);
+                if (rows_of(yi) != q->m)
+                    return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: out[%lld] has %lld rows, its group %lld", p->op,
+                                   (long long)i, (long long)rows_of(yi), (long long)q->m);
+                q->c = mat_of(yi, 0, 0);
+            }
+        }
+    } else { /* K split: x (M, K), weight (K, N), out (E, M, N) */
+        if (nl != p->E)
+            return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: groupList has %lld entries for %lld groups", p->op,
+                           (long long)nl, (long long)p->E);
+        MF_TRY(group_ends(p, raw, nl, p->K, "columns of x (K)", ends));
+        for (int64_t i = 0; i < p->E; i++) {
+            gmm_group *q = &g[i];
+            q->m = p->M, q->n = p->N, q->k = ends[i + 1] - ends[i];
+            q->zero = q->k == 0;
+            q->a = mat_of(x0, 0, ends[i]);
+            q->b = mat_of(w0, ends[i], 0);
+            q->c = mat_slice(y0, i, 0, 0);
+            q->bias = NULL;
+        }
+    }
+    first[0] = 0;
+    for (int64_t i = 0; i < p->E; i++) {
+        const gmm_group *q = &g[i];
+        const int64_t tiles = q->m > 0 && q->n > 0 && (q->k > 0 || q->zero)
+                                  ? ((q->m + p->mt - 1) / p->mt) * ((q->n + p->nt - 1) / p->nt)
+                                  : 0;
+        first[i + 1] = first[i] + tiles;
+    }
+    gmm_ctx c;
+    memset(&c, 0, sizeof c);
+    c.p = p;
+    c.g = g;
+    c.first = first;
+    c.ntiles = first[p->E];
+    c.scratch = scratch;
+    atomic_init(&c.next, 0);
+    if (c.ntiles == 0) return ACLNN_SUCCESS;
+    const int64_t slots = c.ntiles < p->workers ? c.ntiles : p->workers;
+    mf_parallel_for(slots, gmm_worker, &c, 2);
+    return ACLNN_SUCCESS;
+}
+
+void mf_gmm_tiles(gmm_plan *p) {
+    /* 512 x 1024 tiles; rows, then columns, halved while a worker's scratch would pass 16 Mi floats */
+    int64_t mt = 512, nt = 1024;
+    for (;;) {
+        const int64_t sm = mt < p->mrows ? mt : p->mrows, sn = nt < p->N ? nt : p->N;
+        p->sm = sm > 0 ? sm : 1;
+        p->sn = sn > 0 ? sn : 1;
+        p->scratch = p->sm * p->sn + (p->pack_a ? p->sm * p->kmax : 0) + (p->pack_b ? p->kmax * p->sn : 0);
+        if (p->scratch <= ((int64_t)1 << 24) || (mt <= 64 && nt <= 64)) break;
+        if (mt > 64) mt /= 2;
+        else nt /= 2;
+    }
+    p->mt = mt;
+    p->nt = nt;
+}
+
+bool mf_gmm_direct(const aclTensor *t) {
+    int64_t rs = 0;
+    if (t->dtype != ACL_FLOAT) return false;
+    if (t->ndim == 3) return t->strides[2] == 1 || t->strides[1] == 1;
+    return rows_collapse(t, &rs) && (t->strides[t->ndim - 1] == 1 || rs == 1);
+}
+
+uint64_t mf_gmm_workspace(const gmm_plan *p) {
+    const uint64_t groups = ((uint64_t)p->E * sizeof(gmm_group) + 63) & ~(uint64_t)63;
+    const uint64_t lists = (uint64_t)(3 * p->E + 2) * 8;
+    return mf_workspace_with_slack(groups + lists + 64 + (uint64_t)p->workers * (uint64_t)p->scratch * 4);
+}

@@ -1,0 +1,631 @@
+/* grouped_matmul.c - aclnnGroupedMatmulV4 and its front ends V1, V2, V3, V5,
+ * phase 1 (ops-transformer gmm/grouped_matmul, op_host/op_api/
+ * aclnn_grouped_matmul.cpp), in CANN's order:
+ *   1. x, weight, out NULL or empty lists, workspaceSize, executor: 161001;
+ *   2. CheckCommonParam: groupType (1 and unknown values refused), splitItem
+ *      2/3 with groupType -1, the group list's rank, actType's range,
+ *      groupListType (2, the sparse form, is for int8 data): 161002;
+ *   3. the activation arguments and outputs must be absent: 161002;
+ *   4. dtypes: the non-quantized pairs only (x = weight in FLOAT16, BF16,
+ *      FLOAT32; FLOAT32 not on Ascend 950, nor in V1), every x/weight/out of
+ *      that dtype, bias FLOAT16 for FLOAT16 (950: or FLOAT32), FLOAT32 for
+ *      BF16 (950: or BF16), FLOAT32 for FLOAT32; actType != 0 and any
+ *      quantization argument refused: 161002;
+ *   5. per groupType: transposition, the group list (INT64, length), shapes,
+ *      bias shapes: 161002; at most 128 tensors in x and weight;
+ *   6. every x empty: success, workspace 0; out's shapes must be the
+ *      inferred ones: 161002.
+ * The plan keeps copies of every list's descriptors; phase 2 is gmm_run.c. */
+#include <stdlib.h>
+
+#include "aclnnop/aclnn_grouped_matmul.h"
+#include "aclnnop/aclnn_grouped_matmul_v2.h"
+#include "aclnnop/aclnn_grouped_matmul_v3.h"
+#include "aclnnop/aclnn_grouped_matmul_v4.h"
+#include "aclnnop/aclnn_grouped_matmul_v5.h"
+#include "ops/gmm/gmm.h"
+#include "ops/opdef.h"
+
+#define INVALID ACLNN_ERR_PARAM_INVALID
+
+/* The executor's one tensor slot: the group list (V3 and later). */
+static const char *const SLOT_NAMES[1] = {"groupListOptional"};
+static const unsigned SLOT_FLAGS[1] = {0};
+static const mf_dtcol SLOT_COLS[] = {{MF_DT_ANY}};
+#define EXEC_DEF(sym, nm, kind) \
+    static const mf_op_def sym = {nm, kind, 1, 0, SLOT_NAMES, SLOT_FLAGS, SLOT_COLS, 1, SLOT_COLS, 1}
+EXEC_DEF(EXEC_V1, "aclnnGroupedMatmul", MF_OP_GROUPED_MATMUL);
+EXEC_DEF(EXEC_V2, "aclnnGroupedMatmulV2", MF_OP_GROUPED_MATMUL_V2);
+EXEC_DEF(EXEC_V3, "aclnnGroupedMatmulV3", MF_OP_GROUPED_MATMUL_V3);
+EXEC_DEF(EXEC_V4, "aclnnGroupedMatmulV4", MF_OP_GROUPED_MATMUL_V4);
+EXEC_DEF(EXEC_V5, "aclnnGroupedMatmulV5", MF_OP_GROUPED_MATMUL_V5);
+
+/* What a front end hands the shared phase 1. */
+typedef struct gmm_call {
+    const mf_op_def *exec;
+    int version;
+    const aclTensorList *x, *weight, *bias, *out;
+    const aclTensorList *quant[5]; /* scale, offset, antiquantScale, antiquantOffset, perTokenScale */
+    const aclTensorList *act[5];   /* activationInput, -QuantScale, -QuantOffset, activationFeatureOut, dynQuantScaleOut */
+    const aclTensor *group_list;   /* V3+ */
+    const aclIntArray *group_array; /* V1/V2 */
+    const aclIntArray *tuning;      /* V5 */
+    int64_t split_item, group_type, list_type, act_type;
+    uint64_t *workspaceSize;
+    aclOpExecutor **executor;
+} gmm_call;
+
+static const char *const QUANT_NAMES[5] = {"scaleOptional", "offsetOptional", "antiquantScaleOptional",
+                                           "antiquantOffsetOptional", "perTokenScaleOptional"};
+static const char *const ACT_NAMES[5] = {"activationInputOptional", "activationQuantScaleOptional",
+                                         "activationQuantOffsetOptional", "activationFeatureOutOptional",
+                                         "dynQuantScaleOutOptional"};
+
+static uint64_t list_len(const aclTensorList *l) {
+    uint64_t n = 0;
+    if (l == NULL || aclGetTensorListSize(l, &n) != ACLNN_SUCCESS) return 0;
+    return n;
+}
+static const aclTensor *item(const aclTensorList *l, uint64_t i) {
+    const mf_list *ml = (const mf_list *)(const void *)l;
+    return (const aclTensor *)ml->items[i];
+}
+/* An optional list counts as absent when NULL, empty, its first element NULL
+ * or one tensor of shape [0] (CANN's ResetEmptyTensor). */
+static bool absent(const aclTensorList *l) {
+    const uint64_t n = list_len(l);
+    if (n == 0) return true;
+    const aclTensor *t = item(l, 0);
+    return t == NULL || (n == 1 && t->ndim == 1 && t->dims[0] == 0);
+}
+
+static bool is_float(int dt) { return dt == ACL_FLOAT || dt == ACL_FLOAT16 || dt == ACL_BF16; }
+
+/* CANN's IsTransposeLastTwoDims: the last two dims' strides swapped and the
+ * batch dims packed; never when the last two dims hold one element. */
+static bool transposed(const aclTensor *t) {
+    const int n = t->ndim;
+    if (n < 2 || t->dims[n - 1] * t->dims[n - 2] == 1) return false;
+    if (t->strides[n - 2] != 1 || t->strides[n - 1] != t->dims[n - 2]) return false;
+    int64_t inner = t->dims[n - 1] * t->dims[n - 2];
+    for (int d = n - 3; d >= 0; d--) {
+        if (t->strides[d] != inner) return false;
+        inner *= t->dims[d];
+    }
+    return true;
+}
+
+static aclnnStatus list_items(const char *op, const char *name, const aclTensorList *l, uint64_t n) {
+    for (uint64_t i = 0; i < n; i++) {
+        const aclTensor *t = item(l, i);
+        if (t == NULL) return mf_fail(INVALID, "%s: %s[%llu] is NULL", op, name, (unsigned long long)i);
+        if (!mf_tensor_live(t))
+            return mf_fail(INVALID, "%s: %s[%llu] is not a live aclTensor", op, name, (unsigned long long)i);
+        if (t->format != ACL_FORMAT_ND)
+            return mf_fail(INVALID, "%s: %s[%llu] format must be ND, got %s (moefr has no FRACTAL_NZ weights)", op,
+                           name, (unsigned long long)i, mf_format_name(t->format));
+    }
+    return ACLNN_SUCCESS;
+}
+
+static aclnnStatus all_dtype(const char *op, const char *name, const aclTensorList *l, uint64_t n, int dt) {
+    for (uint64_t i = 0; i < n; i++)
+        if (item(l, i)->dtype != dt)
+            return mf_fail(INVALID, "%s: %s[%llu] dtype must be %s, got %s", op, name, (unsigned long long)i,
+                           mf_dtype_name(dt), mf_dtype_name(item(l, i)->dtype));
+    return ACLNN_SUCCESS;
+}
+
+static aclnnStatus rank_is(const char *op, const char *name, uint64_t i, const aclTensor *t, int lo, int hi) {
+    if (t->ndim >= lo && t->ndim <= hi) return ACLNN_SUCCESS;
+    char b[160];
+    if (lo == hi)
+        return mf_fail(INVALID, "%s: %s[%llu] must have %d dims, got %s", op, name, (unsigned long long)i, lo,
+                       mf_shape_str(t, b, sizeof b));
+    return mf_fail(INVALID, "%s: %s[%llu] must have %d to %d dims, got %s", op, name, (unsigned long long)i, lo, hi,
+                   mf_shape_str(t, b, sizeof b));
+}
+
+static aclnnStatus dim_is(const char *op, const char *what, int64_t got, int64_t want) {
+    if (got == want) return ACLNN_SUCCESS;
+    return mf_fail(INVALID, "%s: %s must be %lld, got %lld", op, what, (long long)want, (long long)got);
+}
+
+static aclnnStatus gmm_phase1(const gmm_call *c, gmm_plan *p) {
+    const char *op = c->exec->name;
+    const uint64_t nx = list_len(c->x), nw = list_len(c->weight), ny = list_len(c->out);
+    /* 1. CheckNotNull */
+    if (nx == 0) return mf_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: x is NULL or an empty list", op);
+    if (nw == 0) return mf_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: weight is NULL or an empty list", op);
+    if (ny == 0) return mf_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: %s is NULL or an empty list", op, c->version >= 4 ? "out" : "y");
+    if (c->workspaceSize == NULL) return mf_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: workspaceSize is NULL", op);
+    if (c->executor == NULL) return mf_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: executor is NULL", op);
+    const char *yname = c->version >= 4 ? "out" : "y";
+    MF_TRY(list_items(op, "x", c->x, nx));
+    MF_TRY(list_items(op, "weight", c->weight, nw));
+    MF_TRY(list_items(op, yname, c->out, ny));
+    /* 2. CheckCommonParam */
+    const int64_t gt = c->group_type;
+    if (gt == 1) return mf_fail(INVALID, "%s: groupType 1 (split N) is not supported, as in CANN", op);
+    if (gt != -1 && gt != 0 && gt != 2)
+        return mf_fail(INVALID, "%s: groupType must be -1, 0 or 2, got %lld", op, (long long)gt);
+    if (c->split_item < 0 || c->split_item > 3)
+        return mf_fail(INVALID, "%s: splitItem must be 0, 1, 2 or 3, got %lld", op, (long long)c->split_item);
+    if (c->split_item >= 2 && gt == -1)
+        return mf_fail(INVALID, "%s: splitItem %lld (one out tensor) needs a split groupType, got -1", op,
+                       (long long)c->split_item);
+    const aclTensor *gl = c->group_list;
+    if (gl != NULL && !mf_tensor_live(gl))
+        return mf_fail(INVALID, "%s: groupListOptional (%p) is not a live aclTensor", op, (const void *)gl);
+    if (gl != NULL && gl->ndim != 1)
+        return mf_fail(INVALID, "%s: groupListOptional must have 1 dim, got %d", op, (int)gl->ndim);
+    if (c->act_type < 0 || c->act_type == 3 || c->act_type >= 6)
+        return mf_fail(INVALID, "%s: actType must be 0, 1, 2, 4 or 5, got %lld", op, (long long)c->act_type);
+    if (c->list_type == 2)
+        return mf_fail(INVALID, "%s: groupListType 2 (sparse [groupIdx, size] rows) is for quantized int8 "
+                                "GroupedMatmul, which moefr does not support", op);
+    if (c->list_type != 0 && c->list_type != 1)
+        return mf_fail(INVALID, "%s: groupListType must be 0 (cumulative) or 1 (counts), got %lld", op,
+                       (long long)c->list_type);
+    /* 3. CheckUnusedParams */
+    for (int i = 0; i < 5; i++)
+        if (!absent(c->act[i]))
+            return mf_fail(INVALID, "%s: %s must be NULL (activation quantization; moefr does not support it)", op,
+                           ACT_NAMES[i]);
+    /* 4. CheckFunctionParams: the non-quantized case only */
+    const aclTensor *x0 = item(c->x, 0), *w0 = item(c->weight, 0);
+    const int dt = x0->dtype;
+    if (!is_float(dt) || w0->dtype != dt)
+        return mf_fail(INVALID, "%s: moefr supports the non-quantized GroupedMatmul only (x and weight both FLOAT16, "
+                                "BF16 or FLOAT32), got x %s, weight %s", op, mf_dtype_name(dt), mf_dtype_name(w0->dtype));
+    const bool a2 = mf_soc_strict();
+    if (dt == ACL_FLOAT && c->version == 1)
+        return mf_fail(INVALID, "%s: FLOAT32 is not supported by GroupedMatmul V1 (use V2 or later)", op);
+    if (dt == ACL_FLOAT && !a2)
+        return mf_fail(INVALID, "%s: FLOAT32 x is not supported on Ascend 950 (A2/A3 only: MOEFR_SOC=ascend910b)", op);
+    if (c->act_type != 0)
+        return mf_fail(INVALID, "%s: actType %lld: the non-quantized case takes no activation (actType 0)", op,
+                       (long long)c->act_type);
+    for (int i = 0; i < 5; i++)
+        if (!absent(c->quant[i]))
+            return mf_fail(INVALID, "%s: %s is given: quantized GroupedMatmul is not supported by moefr", op,
+                           QUANT_NAMES[i]);
+    MF_TRY(all_dtype(op, "x", c->x, nx, dt));
+    MF_TRY(all_dtype(op, "weight", c->weight, nw, dt));
+    MF_TRY(all_dtype(op, yname, c->out, ny, dt));
+    const bool has_bias = !absent(c->bias);
+    const uint64_t nb = has_bias ? list_len(c->bias) : 0;
+    int bdt = dt == ACL_BF16 ? ACL_FLOAT : dt;
+    if (has_bias) {
+        MF_TRY(list_items(op, "biasOptional", c->bias, nb));
+        bdt = item(c->bias, 0)->dtype;
+        const bool ok = a2 ? bdt == (dt == ACL_BF16 ? ACL_FLOAT : dt) : (bdt == dt || bdt == ACL_FLOAT);
+        if (!ok)
+            return mf_fail(INVALID, "%s: biasOptional dtype must be %s for %s x%s, got %s", op,
+                           a2 ? mf_dtype_name(dt == ACL_BF16 ? ACL_FLOAT : dt) : mf_dtype_name(dt), mf_dtype_name(dt),
+                           a2 ? " (A2/A3)" : " (or FLOAT32)", mf_dtype_name(bdt));
+        MF_TRY(all_dtype(op, "biasOptional", c->bias, nb, bdt));
+    }
+    /* 5. per groupType */
+    const bool tx = transposed(x0), tw = transposed(w0);
+    if (tx && tw) return mf_fail(INVALID, "%s: x and weight may not both be transposed", op);
+    for (uint64_t i = 1; i < nw; i++)
+        if (transposed(item(c->weight, i)) != tw)
+            return mf_fail(INVALID, "%s: every weight must be transposed alike (weight[%llu] differs from weight[0])",
+                           op, (unsigned long long)i);
+    int64_t L = 0; /* group list entries */
+    if (gl != NULL) {
+        if (gl->dtype != ACL_INT64)
+            return mf_fail(INVALID, "%s: groupListOptional dtype must be INT64, got %s", op, mf_dtype_name(gl->dtype));
+        L = gl->dims[0];
+        if (L > GMM_MAX_GROUPS)
+            return mf_fail(INVALID, "%s: groupListOptional may have at most %d entries, got %lld", op, GMM_MAX_GROUPS,
+                           (long long)L);
+    } else if (c->group_array != NULL) {
+        uint64_t n = 0;
+        aclGetIntArraySize(c->group_array, &n);
+        L = (int64_t)n;
+        if (L > GMM_MAX_LIST)
+            return mf_fail(INVALID, "%s: groupListOptional may have at most %d entries, got %lld", op, GMM_MAX_LIST,
+                           (long long)L);
+    }
+    if (nx > GMM_MAX_LIST || nw > GMM_MAX_LIST)
+        return mf_fail(INVALID, "%s: x and weight may hold at most %d tensors, got %llu and %llu", op, GMM_MAX_LIST,
+                       (unsigned long long)nx, (unsigned long long)nw);
+    const bool has_list = gl != NULL || c->group_array != NULL;
+    const int64_t A2MAX = 65535; /* MAX_INNER_AXIS: x's K and N on A2/A3 */
+    int64_t E = 0, M = 0, K = 0, N = 0, mrows = 0, kmax = 0;
+    char s1[160], s2[160];
+    if (gt == -1) {
+        if (nx != nw || nx != ny)
+            return mf_fail(INVALID, "%s: groupType -1 needs as many x, weight and %s tensors, got %llu, %llu, %llu", op,
+                           yname, (unsigned long long)nx, (unsigned long long)nw, (unsigned long long)ny);
+        if (tx) return mf_fail(INVALID, "%s: x may not be transposed for groupType -1", op);
+        if (has_list && L != (int64_t)nx)
+            return mf_fail(INVALID, "%s: groupListOptional has %lld entries for %llu x tensors", op, (long long)L,
+                           (unsigned long long)nx);
+        for (uint64_t i = 0; i < nx; i++) {
+            const aclTensor *xi = item(c->x, i), *wi = item(c->weight, i), *yi = item(c->out, i);
+            MF_TRY(rank_is(op, "x", i, xi, 2, 6));
+            MF_TRY(rank_is(op, "weight", i, wi, 2, 2));
+            if (xi->ndim > 2 && has_list)
+                return mf_fail(INVALID, "%s: groupListOptional must be NULL when x has more than 2 dims", op);
+            const int64_t k = xi->dims[xi->ndim - 1], n = wi->dims[1];
+            if (wi->dims[0] != k)
+                return mf_fail(INVALID, "%s: weight[%llu] is %s, its dim 0 must be x[%llu]'s last dim %lld", op,
+                               (unsigned long long)i, mf_shape_str(wi, s1, sizeof s1), (unsigned long long)i,
+                               (long long)k);
+            if (a2 && (k > A2MAX || (!tw && n > A2MAX)))
+                return mf_fail(INVALID, "%s: K and N must be <= 65535 on A2/A3, got K %lld, N %lld", op, (long long)k,
+                               (long long)n);
+            bool ok = yi->ndim == xi->ndim;
+            for (int d = 0; ok && d < xi->ndim; d++) ok = yi->dims[d] == (d == xi->ndim - 1 ? n : xi->dims[d]);
+            if (!ok)
+                return mf_fail(INVALID, "%s: %s[%llu] must be %s with the last dim %lld, got %s", op, yname,
+                               (unsigned long long)i, mf_shape_str(xi, s1, sizeof s1), (long long)n,
+                               mf_shape_str(yi, s2, sizeof s2));
+            const int64_t rows = k ? xi->numel / k : 0;
+            mrows = rows > mrows ? rows : mrows;
+            kmax = k > kmax ? k : kmax;
+            N = n > N ? n : N;
+        }
+        E = (int64_t)nx;
+    } else if (gt == 0) {
+        if (tx) return mf_fail(INVALID, "%s: x may not be transposed for groupType 0", op);
+        if (ny > 1 && c->version >= 3)
+            return mf_fail(INVALID, "%s: groupType 0 with one x and a list of %s (splitItem 0/1) is V1/V2 only", op,
+                           yname);
+        for (uint64_t i = 0; i < nx; i++) MF_TRY(rank_is(op, "x", i, item(c->x, i), 2, 2));
+        for (uint64_t i = 0; i < ny; i++) MF_TRY(rank_is(op, yname, i, item(c->out, i), 2, 2));
+        K = x0->dims[1];
+        if (nw == 1 && w0->ndim == 3) {
+            MF_TRY(rank_is(op, "weight", 0, w0, 3, 3));
+            if (nx != 1 || ny != 1)
+                return mf_fail(INVALID, "%s: one (E, K, N) weight needs one x and one %s", op, yname);
+            E = w0->dims[0];
+            N = w0->dims[2];
+            MF_TRY(dim_is(op, "weight dim 1 (K, x's dim 1)", w0->dims[1], K));
+        } else {
+            for (uint64_t i = 0; i < nw; i++) {
+                const aclTensor *wi = item(c->weight, i);
+                MF_TRY(rank_is(op, "weight", i, wi, 2, 2));
+                if (wi->dims[0] != K || wi->dims[1] != item(c->weight, 0)->dims[1])
+                    return mf_fail(INVALID, "%s: weight[%llu] must be (%lld, %lld) like weight[0], got %s", op,
+                                   (unsigned long long)i, (long long)K, (long long)w0->dims[1],
+                                   mf_shape_str(wi, s1, sizeof s1));
+            }
+            E = (int64_t)nw;
+            N = w0->dims[1];
+            if (nx > 1 && nx != nw)
+                return mf_fail(INVALID, "%s: %llu x tensors for %llu weights", op, (unsigned long long)nx,
+                               (unsigned long long)nw);
+        }
+        if (a2 && (K > A2MAX || (!tw && N > A2MAX)))
+            return mf_fail(INVALID, "%s: K and N must be <= 65535 on A2/A3, got K %lld, N %lld", op, (long long)K,
+                           (long long)N);
+        int64_t rows = 0;
+        for (uint64_t i = 0; i < nx; i++) {
+            const aclTensor *xi = item(c->x, i);
+            if (xi->dims[1] != K)
+                return mf_fail(INVALID, "%s: x[%llu] must have %lld columns (K), got %s", op, (unsigned long long)i,
+                               (long long)K, mf_shape_str(xi, s1, sizeof s1));
+            rows += xi->dims[0];
+        }
+        if (nx == 1) {
+            if (!has_list) return mf_fail(INVALID, "%s: groupListOptional is required to split one x", op);
+            if (L != E)
+                return mf_fail(INVALID, "%s: groupListOptional has %lld entries for %lld groups", op, (long long)L,
+                               (long long)E);
+        } else if (has_list && L != E) {
+            return mf_fail(INVALID, "%s: groupListOptional has %lld entries for %lld x tensors", op, (long long)L,
+                           (long long)E);
+        }
+        if (ny == 1) {
+            const aclTensor *y = item(c->out, 0);
+            if (y->dims[0] != rows || y->dims[1] != N)
+                return mf_fail(INVALID, "%s: %s must be (%lld, %lld), got %s", op, yname, (long long)rows, (long long)N,
+                               mf_shape_str(y, s1, sizeof s1));
+        } else {
+            if ((int64_t)ny != E)
+                return mf_fail(INVALID, "%s: %llu %s tensors for %lld groups", op, (unsigned long long)ny, yname,
+                               (long long)E);
+            for (uint64_t i = 0; i < ny; i++)
+                if (item(c->out, i)->dims[1] != N)
+                    return mf_fail(INVALID, "%s: %s[%llu] must have %lld columns", op, yname, (unsigned long long)i,
+                                   (long long)N);
+        }
+        M = rows;
+        mrows = rows;
+        if (nx > 1) {
+            mrows = 0;
+            for (uint64_t i = 0; i < nx; i++) mrows = item(c->x, i)->dims[0] > mrows ? item(c->x, i)->dims[0] : mrows;
+        }
+        kmax = K;
+    } else { /* gt == 2 */
+        if (nx != 1 || nw != 1 || ny != 1)
+            return mf_fail(INVALID, "%s: groupType 2 (K split) takes one x, one weight and one %s in moefr, got %llu, "
+                                    "%llu, %llu", op, yname, (unsigned long long)nx, (unsigned long long)nw,
+                           (unsigned long long)ny);
+        MF_TRY(rank_is(op, "x", 0, x0, 2, 2));
+        MF_TRY(rank_is(op, "weight", 0, w0, 2, 2));
+        MF_TRY(rank_is(op, yname, 0, item(c->out, 0), 3, 3));
+        if (!tx) return mf_fail(INVALID, "%s: groupType 2 needs x as a transposed view ((M, K) over (K, M) storage)", op);
+        if (tw) return mf_fail(INVALID, "%s: weight may not be transposed for groupType 2", op);
+        if (has_bias) return mf_fail(INVALID, "%s: biasOptional must be NULL for groupType 2", op);
+        if (!has_list) return mf_fail(INVALID, "%s: groupListOptional is required for groupType 2", op);
+        M = x0->dims[0], K = x0->dims[1], N = w0->dims[1];
+        MF_TRY(dim_is(op, "weight dim 0 (K, x's dim 1)", w0->dims[0], K));
+        if (a2 && (M > A2MAX || N > A2MAX))
+            return mf_fail(INVALID, "%s: M and N must be <= 65535 on A2/A3, got M %lld, N %lld", op, (long long)M,
+                           (long long)N);
+        E = L;
+        const aclTensor *y = item(c->out, 0);
+        if (y->dims[0] != E || y->dims[1] != M || y->dims[2] != N)
+            return mf_fail(INVALID, "%s: %s must be (%lld, %lld, %lld) (groups, M, N), got %s", op, yname, (long long)E,
+                           (long long)M, (long long)N, mf_shape_str(y, s1, sizeof s1));
+        mrows = M;
+        kmax = K;
+    }
+    /* bias shapes (CheckOptionalTensorList) */
+    if (has_bias) {
+        if (nb != nw)
+            return mf_fail(INVALID, "%s: biasOptional has %llu tensors for %llu weights", op, (unsigned long long)nb,
+                           (unsigned long long)nw);
+        for (uint64_t i = 0; i < nb; i++) {
+            const aclTensor *b = item(c->bias, i);
+            const bool w3 = w0->ndim == 3;
+            const int64_t n = w3 ? N : item(c->weight, i)->dims[item(c->weight, i)->ndim - 1];
+            const bool ok = w3 ? b->ndim == 2 && b->dims[0] == E && b->dims[1] == N : b->ndim == 1 && b->dims[0] == n;
+            if (!ok)
+                return mf_fail(INVALID, "%s: biasOptional[%llu] must be %s, got %s", op, (unsigned long long)i,
+                               w3 ? "(E, N) for one (E, K, N) weight" : "(N) of its weight",
+                               mf_shape_str(b, s1, sizeof s1));
+        }
+    }
+    memset(p, 0, sizeof *p);
+    p->op = op;
+    p->gt = (int)gt;
+    p->list_type = (int)c->list_type;
+    p->nx = (int)nx, p->nw = (int)nw, p->nb = (int)nb, p->ny = (int)ny;
+    p->E = E, p->M = M, p->K = K, p->N = N;
+    p->mrows = mrows, p->kmax = kmax;
+    p->dtype = dt, p->bias_dtype = bdt;
+    for (uint64_t i = 0; i < nx; i++) p->pack_a |= !mf_gmm_direct(item(c->x, i));
+    for (uint64_t i = 0; i < nw; i++) p->pack_b |= !mf_gmm_direct(item(c->weight, i));
+    bool empty = true;
+    for (uint64_t i = 0; i < nx; i++) empty &= item(c->x, i)->numel == 0;
+    p->empty = empty;
+    return ACLNN_SUCCESS;
+}
+
+/* Phase 1's end: the executor with the plan and the lists' descriptors. */
+static aclnnStatus gmm_publish(const gmm_call *c, gmm_plan *hdr) {
+    if (c->group_array != NULL) { /* V1/V2: the values are known now */
+        hdr->int_array = true;
+        for (int64_t i = 0; i < hdr->E; i++) {
+            int64_t v = 0;
+            const mf_array *a = (const mf_array *)(const void *)c->group_array;
+            if ((uint64_t)i < a->n) memcpy(&v, (const char *)a->values + i * 8, 8);
+            hdr->gl[i] = v;
+        }
+    }
+    hdr->workers = mf_num_threads();
+    mf_gmm_tiles(hdr);
+    const int n = hdr->nx + hdr->nw + hdr->nb + hdr->ny;
+    const size_t bytes = sizeof(gmm_plan) + (size_t)n * sizeof(aclTensor);
+    gmm_plan *p = mf_malloc(bytes);
+    if (p == NULL) return mf_fail(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of memory planning", hdr->op);
+    memcpy(p, hdr, sizeof *hdr);
+    int at = 0;
+    for (int i = 0; i < hdr->nx; i++) p->t[at++] = *item(c->x, (uint64_t)i);
+    for (int i = 0; i < hdr->nw; i++) p->t[at++] = *item(c->weight, (uint64_t)i);
+    for (int i = 0; i < hdr->nb; i++) p->t[at++] = *item(c->bias, (uint64_t)i);
+    for (int i = 0; i < hdr->ny; i++) p->t[at++] = *item(c->out, (uint64_t)i);
+    const aclTensor *slot[1] = {c->group_list};
+    const uint64_t ws = hdr->empty ? 0 : mf_gmm_workspace(p);
+    aclnnStatus rc = mf_op_publish(c->exec, slot, 0, p, bytes, mf_gmm_run, ws, c->workspaceSize, c->executor);
+    free(p);
+    return rc;
+}
+
+static aclnnStatus gmm_gws(gmm_call *c) {
+    gmm_plan hdr;
+    MF_TRY(mf_isa_check(c->exec->name));
+    MF_TRY(gmm_phase1(c, &hdr));
+    return gmm_publish(c, &hdr);
+}
+
+/* ---- the front ends ---- */
+
+aclnnStatus aclnnGroupedMatmulV4GetWorkspaceSize(
+    const aclTensorList *x, const aclTensorList *weight, const aclTensorList *biasOptional,
+    const aclTensorList *scaleOptional, const aclTensorList *offsetOptional,
+    const aclTensorList *antiquantScaleOptional, const aclTensorList *antiquantOffsetOptional,
+    const aclTensorList *perTokenScaleOptional, const aclTensor *groupListOptional,
+    const aclTensorList *activationInputOptional, const aclTensorList *activationQuantScaleOptional,
+    const aclTensorList *activationQuantOffsetOptional, int64_t splitItem, int64_t groupType, int64_t groupListType,
+    int64_t actType, aclTensorList *out, aclTensorList *activationFeatureOutOptional,
+    aclTensorList *dynQuantScaleOutOptional, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    gmm_call c = {&EXEC_V4, 4, x, weight, biasOptional, out,
+                  {scaleOptional, offsetOptional, antiquantScaleOptional, antiquantOffsetOptional, perTokenScaleOptional},
+                  {activationInputOptional, activationQuantScaleOptional, activationQuantOffsetOptional,
+                   activationFeatureOutOptional, dynQuantScaleOutOptional},
+                  groupListOptional, NULL, NULL, splitItem, groupType, groupListType, actType, workspaceSize, executor};
+    return gmm_gws(&c);
+}
+
+aclnnStatus aclnnGroupedMatmulV5GetWorkspaceSize(
+    const aclTensorList *x, const aclTensorList *weight, const aclTensorList *biasOptional,
+    const aclTensorList *scaleOptional, const aclTensorList *offsetOptional,
+    const aclTensorList *antiquantScaleOptional, const aclTensorList *antiquantOffsetOptional,
+    const aclTensorList *perTokenScaleOptional, const aclTensor *groupListOptional,
+    const aclTensorList *activationInputOptional, const aclTensorList *activationQuantScaleOptional,
+    const aclTensorList *activationQuantOffsetOptional, int64_t splitItem, int64_t groupType, int64_t groupListType,
+    int64_t actType, aclIntArray *tuningConfigOptional, aclTensorList *out,
+    aclTensorList *activationFeatureOutOptional, aclTensorList *dynQuantScaleOutOptional, uint64_t *workspaceSize,
+    aclOpExecutor **executor) {
+    gmm_call c = {&EXEC_V5, 5, x, weight, biasOptional, out,
+                  {scaleOptional, offsetOptional, antiquantScaleOptional, antiquantOffsetOptional, perTokenScaleOptional},
+                  {activationInputOptional, activationQuantScaleOptional, activationQuantOffsetOptional,
+                   activationFeatureOutOptional, dynQuantScaleOutOptional},
+                  groupListOptional, NULL, tuningConfigOptional, splitItem, groupType, groupListType, actType,
+                  workspaceSize, executor};
+    gmm_plan hdr;
+    MF_TRY(mf_isa_check(c.exec->name));
+    MF_TRY(gmm_phase1(&c, &hdr));
+    if (tuningConfigOptional != NULL) { /* CheckTuningConfig: tuning[0] in [0, the largest x dim 0] */
+        const mf_array *a = (const mf_array *)(const void *)tuningConfigOptional;
+        if (a->n > 0) {
+            int64_t v = 0, most = 0;
+            memcpy(&v, a->values, 8);
+            for (int i = 0; i < hdr.nx; i++) most = item(x, (uint64_t)i)->dims[0] > most ? item(x, (uint64_t)i)->dims[0] : most;
+            if (v < 0 || v > most)
+                return mf_fail(INVALID, "%s: tuningConfigOptional[0] must be in [0, %lld], got %lld", c.exec->name,
+                               (long long)most, (long long)v);
+        }
+    }
+    return gmm_publish(&c, &hdr);
+}
+
+aclnnStatus aclnnGroupedMatmulV3GetWorkspaceSize(const aclTensorList *x, const aclTensorList *weight,
+                                                 const aclTensorList *biasOptional, const aclTensorList *scaleOptional,
+                                                 const aclTensorList *offsetOptional,
+                                                 const aclTensorList *antiquantScaleOptional,
+                                                 const aclTensorList *antiquantOffsetOptional,
+                                                 const aclTensor *groupListOptional, int64_t splitItem,
+                                                 int64_t groupType, const aclTensorList *y, uint64_t *workspaceSize,
+                                                 aclOpExecutor **executor) {
+    gmm_call c = {&EXEC_V3, 3, x, weight, biasOptional, y,
+                  {scaleOptional, offsetOptional, antiquantScaleOptional, antiquantOffsetOptional, NULL},
+                  {NULL, NULL, NULL, NULL, NULL}, groupListOptional, NULL, NULL, splitItem, groupType, 0, 0,
+                  workspaceSize, executor};
+    return gmm_gws(&c);
+}
+
+aclnnStatus aclnnGroupedMatmulV2GetWorkspaceSize(const aclTensorList *x, const aclTensorList *weight,
+                                                 const aclTensorList *biasOptional, const aclTensorList *scaleOptional,
+                                                 const aclTensorList *offsetOptional,
+                                                 const aclTensorList *antiquantScaleOptional,
+                                                 const aclTensorList *antiquantOffsetOptional,
+                                                 const aclIntArray *groupListOptional, int64_t splitItem,
+                                                 int64_t groupType, const aclTensorList *y, uint64_t *workspaceSize,
+                                                 aclOpExecutor **executor) {
+    uint64_t n = 0;
+    if (groupListOptional != NULL && aclGetIntArraySize(groupListOptional, &n) == ACLNN_SUCCESS && n == 0)
+        groupListOptional = NULL; /* an empty array is no list (CANN) */
+    gmm_call c = {&EXEC_V2, 2, x, weight, biasOptional, y,
+                  {scaleOptional, offsetOptional, antiquantScaleOptional, antiquantOffsetOptional, NULL},
+                  {NULL, NULL, NULL, NULL, NULL}, NULL, groupListOptional, NULL, splitItem, groupType, 0, 0,
+                  workspaceSize, executor};
+    return gmm_gws(&c);
+}
+
+aclnnStatus aclnnGroupedMatmulGetWorkspaceSize(const aclTensorList *x, const aclTensorList *weight,
+                                               const aclTensorList *biasOptional, const aclTensorList *scaleOptional,
+                                               const aclTensorList *offsetOptional,
+                                               const aclTensorList *antiquantScaleOptional,
+                                               const aclTensorList *antiquantOffsetOptional,
+                                               const aclIntArray *groupListOptional, int64_t splitItem,
+                                               const aclTensorList *y, uint64_t *workspaceSize,
+                                               aclOpExecutor **executor) {
+    /* V1 infers groupType: -1 when x and y are both lists of several, or all three hold one tensor; else 0 */
+    const uint64_t nx = list_len(x), nw = list_len(weight), ny = list_len(y);
+    const int64_t gt = (nx > 1 && ny > 1) || (nx == 1 && nw == 1 && ny == 1) ? -1 : 0;
+    uint64_t n = 0;
+    if (groupListOptional != NULL && aclGetIntArraySize(groupListOptional, &n) == ACLNN_SUCCESS && n == 0)
+        groupListOptional = NULL;
+    gmm_call c = {&EXEC_V1, 1, x, weight, biasOptional, y,
+                  {scaleOptional, offsetOptional, antiquantScaleOptional, antiquantOffsetOptional, NULL},
+                  {NULL, NULL, NULL, NULL, NULL}, NULL, groupListOptional, NULL, splitItem, gt, 0, 0,
+                  workspaceSize, executor};
+    return gmm_gws(&c);
+}
+
+#define PHASE2(fn, kind, name)                                                                        \
+    aclnnStatus fn(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) { \
+        return mf_executor_execute(executor, kind, name, workspace, workspaceSize, stream);          \
+    }
+PHASE2(aclnnGroupedMatmul, MF_OP_GROUPED_MATMUL, "aclnnGroupedMatmul")
+PHASE2(aclnnGroupedMatmulV2, MF_OP_GROUPED_MATMUL_V2, "aclnnGroupedMatmulV2")
+PHASE2(aclnnGroupedMatmulV3, MF_OP_GROUPED_MATMUL_V3, "aclnnGroupedMatmulV3")
+PHASE2(aclnnGroupedMatmulV4, MF_OP_GROUPED_MATMUL_V4, "aclnnGroupedMatmulV4")
+PHASE2(aclnnGroupedMatmulV5, MF_OP_GROUPED_MATMUL_V5, "aclnnGroupedMatmulV5")
+
+/* ---- registry entries (opdef.h): the lists as one tensor each ---- */
+enum { R_X, R_W, R_B, R_GL, R_Y, R_NT };
+static const char *const RNAMES[R_NT] = {"x", "weight", "biasOptional", "groupListOptional", "out"};
+static const unsigned RFLAGS[R_NT] = {MF_T_REQUIRED, MF_T_REQUIRED, 0, 0, MF_T_REQUIRED};
+static const mf_dtcol RCOLS[] = {{ACL_FLOAT16, ACL_FLOAT16, ACL_FLOAT16, ACL_INT64, ACL_FLOAT16},
+                                 {ACL_BF16, ACL_BF16, ACL_FLOAT, ACL_INT64, ACL_BF16},
+                                 {ACL_BF16, ACL_BF16, ACL_BF16, ACL_INT64, ACL_BF16},
+                                 {ACL_FLOAT16, ACL_FLOAT16, ACL_FLOAT, ACL_INT64, ACL_FLOAT16}};
+static const mf_dtcol RCOLS_A2[] = {{ACL_FLOAT16, ACL_FLOAT16, ACL_FLOAT16, ACL_INT64, ACL_FLOAT16},
+                                    {ACL_BF16, ACL_BF16, ACL_FLOAT, ACL_INT64, ACL_BF16},
+                                    {ACL_FLOAT, ACL_FLOAT, ACL_FLOAT, ACL_INT64, ACL_FLOAT}};
+static const mf_op_def RSIG3 = {"aclnnGroupedMatmulV3", MF_OP_GROUPED_MATMUL_V3, 4, 1, RNAMES, RFLAGS, RCOLS, 4, RCOLS_A2, 3};
+static const mf_op_def RSIG4 = {"aclnnGroupedMatmulV4", MF_OP_GROUPED_MATMUL_V4, 4, 1, RNAMES, RFLAGS, RCOLS, 4, RCOLS_A2, 3};
+static const mf_op_def RSIG5 = {"aclnnGroupedMatmulV5", MF_OP_GROUPED_MATMUL_V5, 4, 1, RNAMES, RFLAGS, RCOLS, 4, RCOLS_A2, 3};
+/* V1/V2: the group list is an attribute (an aclIntArray) */
+enum { Q_X, Q_W, Q_B, Q_Y, Q_NT };
+static const char *const QNAMES[Q_NT] = {"x", "weight", "biasOptional", "y"};
+static const unsigned QFLAGS[Q_NT] = {MF_T_REQUIRED, MF_T_REQUIRED, 0, MF_T_REQUIRED};
+static const mf_dtcol QCOLS[] = {{ACL_FLOAT16, ACL_FLOAT16, ACL_FLOAT16, ACL_FLOAT16},
+                                 {ACL_BF16, ACL_BF16, ACL_FLOAT, ACL_BF16},
+                                 {ACL_FLOAT, ACL_FLOAT, ACL_FLOAT, ACL_FLOAT}};
+static const mf_op_def RSIG1 = {"aclnnGroupedMatmul", MF_OP_GROUPED_MATMUL, 3, 1, QNAMES, QFLAGS, QCOLS, 3, QCOLS, 3};
+static const mf_op_def RSIG2 = {"aclnnGroupedMatmulV2", MF_OP_GROUPED_MATMUL_V2, 3, 1, QNAMES, QFLAGS, QCOLS, 3, QCOLS, 3};
+
+/* One-tensor lists over the caller's tensors for the thunks (NULL stays
+ * NULL); drop() releases the lists and leaves the tensors to their owner. */
+static aclTensorList *one(const aclTensor *t) { return t ? aclCreateTensorList(&t, 1) : NULL; }
+static void drop(aclTensorList *a, aclTensorList *b, aclTensorList *c, aclTensorList *d) {
+    mf_list_release(a), mf_list_release(b), mf_list_release(c), mf_list_release(d);
+}
+static const mf_attr_desc ATTRS_4[] = {{"splitItem", MF_ATTR_INT64, 0, 3},
+                                       {"groupType", MF_ATTR_INT64, -1, 2},
+                                       {"groupListType", MF_ATTR_INT64, 0, 1},
+                                       {"actType", MF_ATTR_INT64, 0, 0}};
+static aclnnStatus gws4(const aclTensor *const *t, const mf_attr_val *a, uint64_t *ws, aclOpExecutor **e) {
+    aclTensorList *x = one(t[R_X]), *w = one(t[R_W]), *b = one(t[R_B]), *y = one(t[R_Y]);
+    aclnnStatus rc = aclnnGroupedMatmulV4GetWorkspaceSize(x, w, b, NULL, NULL, NULL, NULL, NULL, t[R_GL], NULL, NULL,
+                                                          NULL, a[0].i, a[1].i, a[2].i, a[3].i, y, NULL, NULL, ws, e);
+    drop(x, w, b, y);
+    return rc;
+}
+static aclnnStatus gws5(const aclTensor *const *t, const mf_attr_val *a, uint64_t *ws, aclOpExecutor **e) {
+    aclTensorList *x = one(t[R_X]), *w = one(t[R_W]), *b = one(t[R_B]), *y = one(t[R_Y]);
+    aclnnStatus rc = aclnnGroupedMatmulV5GetWorkspaceSize(x, w, b, NULL, NULL, NULL, NULL, NULL, t[R_GL], NULL, NULL,
+                                                          NULL, a[0].i, a[1].i, a[2].i, a[3].i, NULL, y, NULL, NULL,
+                                                          ws, e);
+    drop(x, w, b, y);
+    return rc;
+}
+static const mf_attr_desc ATTRS_3[] = {{"splitItem", MF_ATTR_INT64, 0, 3}, {"groupType", MF_ATTR_INT64, -1, 2}};
+static aclnnStatus gws3(const aclTensor *const *t, const mf_attr_val *a, uint64_t *ws, aclOpExecutor **e) {
+    aclTensorList *x = one(t[R_X]), *w = one(t[R_W]), *b = one(t[R_B]), *y = one(t[R_Y]);
+    aclnnStatus rc = aclnnGroupedMatmulV3GetWorkspaceSize(x, w, b, NULL, NULL, NULL, NULL, t[R_GL], a[0].i, a[1].i, y,
+                                                          ws, e);
+    drop(x, w, b, y);
+    return rc;
+}
+static const mf_attr_desc ATTRS_2[] = {{"groupListOptional", MF_ATTR_INT_ARRAY, 0, 4},
+                                       {"splitItem", MF_ATTR_INT64, 0, 3},
+                                       {"groupType", MF_ATTR_INT64, -1, 2}};
+static aclnnStatus gws2(const aclTensor *const *t, const mf_attr_val *a, uint64_t *ws, aclOpExecutor **e) {
+    aclTensorList *x = one(t[Q_X]), *w = one(t[Q_W]), *b = one(t[Q_B]), *y = one(t[Q_Y]);
+    aclnnStatus rc = aclnnGroupedMatmulV2GetWorkspaceSize(x, w, b, NULL, NULL, NULL, NULL, a[0].arr, a[1].i, a[2].i, y,
+                                                          ws, e);
+    drop(x, w, b, y);
+    return rc;
+}
+static aclnnStatus gws1(const aclTensor *const *t, const mf_attr_val *a, uint64_t *ws, aclOpExecutor **e) {
+    aclTensorList *x = one(t[Q_X]), *w = one(t[Q_W]), *b = one(t[Q_B]), *y = one(t[Q_Y]);
+    aclnnStatus rc = aclnnGroupedMatmulGetWorkspaceSize(x, w, b, NULL, NULL, NULL, NULL, a[0].arr, a[1].i, y, ws, e);
+    drop(x, w, b, y);
+    return rc;
+}
+const mf_op_entry mf_entry_grouped_matmul = {&RSIG1, ATTRS_2, 2, gws1, aclnnGroupedMatmul};
+const mf_op_entry mf_entry_grouped_matmul_v2 = {&RSIG2, ATTRS_2, 3, gws2, aclnnGroupedMatmulV2};
+const mf_op_entry mf_entry_grouped_matmul_v3 = {&RSIG3, ATTRS_3, 2, gws3, aclnnGroupedMatmulV3};
+const mf_op_entry mf_entry_grouped_matmul_v4 = {&RSIG4, ATTRS_4, 4, gws4, aclnnGroupedMatmulV4};
+const mf_op_entry mf_entry_grouped_matmul_v5 = {&RSIG5, ATTRS_4, 4, gws5, aclnnGroupedMatmulV5};

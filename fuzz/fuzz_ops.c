@@ -634,6 +634,43 @@ static bool mk_swiglu_any(fz_in *in, rng *r, fo_prob *p, bool grad) {
 static bool mk_swiglu(fz_in *in, rng *r, fo_prob *p) { return mk_swiglu_any(in, r, p, false); }
 static bool mk_swiglu_grad(fz_in *in, rng *r, fo_prob *p) { return mk_swiglu_any(in, r, p, true); }
 
+/* GroupedMatmulV4, groupType 0 with one x (M, K), weight (E, K, N), bias (E, N) or none, a group list
+ * (cumulative or counts) covering every row, out (M, N): small exact values, so every sum is exact in
+ * fp32 and the one rounding to out's dtype gives the oracle's bits. */
+static bool mk_gmm4(fz_in *in, rng *r, fo_prob *p) {
+    const int dt = fz_u8(in) & 1 ? ACL_BF16 : ACL_FLOAT16;
+    const int bdt = fz_u8(in) & 1 ? ACL_FLOAT : dt;
+    const bool has_bias = fz_u8(in) & 1;
+    const int64_t E = fz_range(in, 1, 4), K = fz_range(in, 1, 6), N = fz_range(in, 1, 9);
+    int64_t size[4], M = 0;
+    for (int64_t e = 0; e < E; e++) M += size[e] = fz_range(in, 0, 4);
+    const int glt = (int)(fz_u8(in) & 1);
+    fill_small(r, dt, fo_new(p, 0, dt, 2, M, K, 0), M * K);
+    fill_small(r, dt, fo_new(p, 1, dt, 3, E, K, N), E * K * N);
+    if (has_bias) fill_small(r, bdt, fo_new(p, 2, bdt, 2, E, N, 0), E * N);
+    uint8_t *gl = fo_new(p, 3, ACL_INT64, 1, E, 0, 0);
+    int64_t run = 0;
+    for (int64_t e = 0; e < E; e++) {
+        run += size[e];
+        put_idx(ACL_INT64, gl, e, glt ? size[e] : run);
+    }
+    fo_new(p, 4, dt, 2, M, N, 0);
+    uint8_t *w = fo_want(p, 4);
+    const size_t es = esize(dt);
+    int64_t row = 0;
+    for (int64_t e = 0; e < E; e++)
+        for (int64_t i = 0; i < size[e]; i++, row++)
+            for (int64_t n = 0; n < N; n++) {
+                double acc = has_bias ? fr_decode(bdt, p->t[2].data, e * N + n) : 0.0;
+                for (int64_t k = 0; k < K; k++)
+                    acc += fr_decode(dt, p->t[0].data, row * K + k) * fr_decode(dt, p->t[1].data, (e * K + k) * N + n);
+                const uint32_t bits = fr_round(dt, acc);
+                memcpy(w + (size_t)(row * N + n) * es, &bits, es);
+            }
+    p->a[0].i = 3, p->a[1].i = 0, p->a[2].i = glt, p->a[3].i = 0;
+    return true;
+}
+
 typedef bool (*mk_fn)(fz_in *in, rng *r, fo_prob *p);
 /* One row per operator: its aclnn name and how to make a valid small problem
  * with its oracle (NULL: hostile descriptors and data only, as for an
@@ -657,6 +694,7 @@ static const struct {
     {"aclnnMoeTokenUnpermuteGrad", mk_tug},
     {"aclnnSwiGlu", mk_swiglu},
     {"aclnnSwiGluGrad", mk_swiglu_grad},
+    {"aclnnGroupedMatmulV4", mk_gmm4},
 };
 static mk_fn row_of(const char *name) {
     for (size_t i = 0; i < sizeof ROWS / sizeof ROWS[0]; i++)

@@ -28,6 +28,8 @@ _SIGNATURES = {
     "aclnnMoeTokenUnpermute": [_vp, _vp, _vp, _bool, _vp, _vp],
     "aclnnMoeTokenUnpermuteGrad": [_vp, _vp, _vp, _vp, _bool, _vp, _vp, _vp],
     "aclnnSwiGlu": [_vp, _i64, _vp],
+    "aclnnGroupedMatmulV4": [_vp] * 12 + [_i64] * 4 + [_vp] * 3,
+    "aclnnGroupedMatmul": [_vp] * 8 + [_i64, _vp],
     "aclnnSwiGluGrad": [_vp, _vp, _i64, _vp],
 }
 
@@ -215,3 +217,59 @@ def swiglu_grad(grad_out, x, dim):
     out = empty(tuple(x.shape), x.dtype)
     run("aclnnSwiGluGrad", grad_out, x, int(dim), out)
     return out
+
+
+def _tensor_list_api(lib):
+    if lib.aclCreateTensorList.argtypes is None:
+        lib.aclCreateTensorList.restype = _vp
+        lib.aclCreateTensorList.argtypes = [ctypes.POINTER(_vp), _u64]
+        lib.aclDestroyTensorList.restype = ctypes.c_int32
+        lib.aclDestroyTensorList.argtypes = [_vp]
+
+
+class TensorList:
+    """An argument of run() passed as an aclTensorList (tensors may be views)."""
+
+    def __init__(self, tensors):
+        self.tensors = list(tensors)
+
+
+def run_lists(name, *args):
+    """run() that also takes TensorList arguments. A list owns its tensors (aclDestroyTensorList
+    destroys them, as CANN's does), so their descriptors leave the Descriptors' care once the
+    list holds them."""
+    lib, p1, p2 = _functions(name)
+    _tensor_list_api(lib)
+    lists, arrays = [], []
+    with _views.Descriptors(lib) as d:
+        try:
+            cargs = []
+            for i, a in enumerate(args):
+                if isinstance(a, TensorList):
+                    hs = [d.make(t.detach(), "%s arg %d[%d]" % (name, i, j)) for j, t in enumerate(a.tensors)]
+                    arr = (_vp * max(1, len(hs)))(*hs)
+                    h = lib.aclCreateTensorList(arr, len(hs))
+                    if not h:
+                        raise _lib.MoefrError("moefr: aclCreateTensorList: %s" % _lib.last_error(lib))
+                    for x in hs:
+                        d.handles.remove(x)
+                    lists.append(h)
+                    cargs.append(h)
+                elif a is None or isinstance(a, torch.Tensor):
+                    cargs.append(d.make(a.detach() if a is not None else None, "%s arg %d" % (name, i)))
+                elif isinstance(a, (list, tuple)):
+                    _int_array_api(lib)
+                    vals = (_i64 * max(1, len(a)))(*[int(v) for v in a])
+                    h = lib.aclCreateIntArray(vals, len(a))
+                    if not h:
+                        raise _lib.MoefrError("moefr: aclCreateIntArray: %s" % _lib.last_error(lib))
+                    arrays.append(h)
+                    cargs.append(h)
+                else:
+                    cargs.append(a)
+            _lib.run_two_phase(lib, p1, p2, tuple(cargs), name)
+        finally:
+            for h in lists:
+                lib.aclDestroyTensorList(h)
+            for h in arrays:
+                lib.aclDestroyIntArray(h)

@@ -82,10 +82,10 @@ static bool absent(const aclTensorList *l) {
 static bool is_float(int dt) { return dt == ACL_FLOAT || dt == ACL_FLOAT16 || dt == ACL_BF16; }
 
 /* CANN's IsTransposeLastTwoDims: the last two dims' strides swapped and the
- * batch dims packed; never when the last two dims hold one element. */
+ * batch dims packed. */
 static bool transposed(const aclTensor *t) {
     const int n = t->ndim;
-    if (n < 2 || t->dims[n - 1] * t->dims[n - 2] == 1) return false;
+    if (n < 2) return false;
     if (t->strides[n - 2] != 1 || t->strides[n - 1] != t->dims[n - 2]) return false;
     int64_t inner = t->dims[n - 1] * t->dims[n - 2];
     for (int d = n - 3; d >= 0; d--) {
@@ -93,6 +93,16 @@ static bool transposed(const aclTensor *t) {
         inner *= t->dims[d];
     }
     return true;
+}
+/* moefr: a matrix with a last-two dim of size 1, or no elements, is laid out
+ * both ways at once (torch gives a (K, 1) tensor strides (1, 1), and an empty
+ * one strides that say nothing), so the transpose rules below take it as
+ * whichever they need: it is never "x transposed" under groupType -1/0, always
+ * "x transposed" under 2, and it does not vote in "every weight alike".
+ * (CANN's CheckSpecialTranspose exempts the 1 x 1 case only.) */
+static bool ambiguous(const aclTensor *t) {
+    const int n = t->ndim;
+    return n < 2 || t->numel == 0 || t->dims[n - 1] == 1 || t->dims[n - 2] == 1;
 }
 
 static aclnnStatus list_items(const char *op, const char *name, const aclTensorList *l, uint64_t n) {
@@ -207,12 +217,21 @@ static aclnnStatus gmm_phase1(const gmm_call *c, gmm_plan *p) {
         MF_TRY(all_dtype(op, "biasOptional", c->bias, nb, bdt));
     }
     /* 5. per groupType */
-    const bool tx = transposed(x0), tw = transposed(w0);
+    char s1[160], s2[160];
+    const bool tx = ambiguous(x0) ? gt == 2 : transposed(x0);
+    bool tw = false;
+    uint64_t wref = 0; /* the first weight whose layout is not ambiguous sets the state */
+    while (wref < nw && ambiguous(item(c->weight, wref))) wref++;
+    if (wref < nw) tw = transposed(item(c->weight, wref));
     if (tx && tw) return mf_fail(INVALID, "%s: x and weight may not both be transposed", op);
-    for (uint64_t i = 1; i < nw; i++)
-        if (transposed(item(c->weight, i)) != tw)
-            return mf_fail(INVALID, "%s: every weight must be transposed alike (weight[%llu] differs from weight[0])",
-                           op, (unsigned long long)i);
+    for (uint64_t i = wref + 1; i < nw; i++)
+        if (!ambiguous(item(c->weight, i)) && transposed(item(c->weight, i)) != tw)
+            return mf_fail(INVALID, "%s: every weight must be transposed alike (weight[%llu] %s, strides (%lld, %lld), "
+                                    "differs from the first one, %s)", op, (unsigned long long)i,
+                           mf_shape_str(item(c->weight, i), s1, sizeof s1),
+                           (long long)item(c->weight, i)->strides[item(c->weight, i)->ndim - 2],
+                           (long long)item(c->weight, i)->strides[item(c->weight, i)->ndim - 1],
+                           mf_shape_str(item(c->weight, wref), s2, sizeof s2));
     int64_t L = 0; /* group list entries */
     if (gl != NULL) {
         if (gl->dtype != ACL_INT64)
@@ -235,12 +254,14 @@ static aclnnStatus gmm_phase1(const gmm_call *c, gmm_plan *p) {
     const bool has_list = gl != NULL || c->group_array != NULL;
     const int64_t A2MAX = 65535; /* MAX_INNER_AXIS: x's K and N on A2/A3 */
     int64_t E = 0, M = 0, K = 0, N = 0, mrows = 0, kmax = 0;
-    char s1[160], s2[160];
     if (gt == -1) {
         if (nx != nw || nx != ny)
             return mf_fail(INVALID, "%s: groupType -1 needs as many x, weight and %s tensors, got %llu, %llu, %llu", op,
                            yname, (unsigned long long)nx, (unsigned long long)nw, (unsigned long long)ny);
-        if (tx) return mf_fail(INVALID, "%s: x may not be transposed for groupType -1", op);
+        if (tx)
+            return mf_fail(INVALID, "%s: x may not be transposed for groupType -1 (x[0] is %s with strides (%lld, %lld))",
+                           op, mf_shape_str(x0, s1, sizeof s1), (long long)x0->strides[x0->ndim - 2],
+                           (long long)x0->strides[x0->ndim - 1]);
         if (has_list && L != (int64_t)nx)
             return mf_fail(INVALID, "%s: groupListOptional has %lld entries for %llu x tensors", op, (long long)L,
                            (unsigned long long)nx);
@@ -349,7 +370,8 @@ static aclnnStatus gmm_phase1(const gmm_call *c, gmm_plan *p) {
         MF_TRY(rank_is(op, "x", 0, x0, 2, 2));
         MF_TRY(rank_is(op, "weight", 0, w0, 2, 2));
         MF_TRY(rank_is(op, yname, 0, item(c->out, 0), 3, 3));
-        if (!tx) return mf_fail(INVALID, "%s: groupType 2 needs x as a transposed view ((M, K) over (K, M) storage)", op);
+        if (!tx && x0->numel > 0)
+            return mf_fail(INVALID, "%s: groupType 2 needs x as a transposed view ((M, K) over (K, M) storage)", op);
         if (tw) return mf_fail(INVALID, "%s: weight may not be transposed for groupType 2", op);
         if (has_bias) return mf_fail(INVALID, "%s: biasOptional must be NULL for groupType 2", op);
         if (!has_list) return mf_fail(INVALID, "%s: groupListOptional is required for groupType 2", op);

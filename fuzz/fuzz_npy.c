@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     NPY_REQUIRE(a.ndim >= 0 && a.ndim <= MF_NPY_MAX_DIMS, "ndim out of range");
-    NPY_REQUIRE(a.dtype >= MF_NPY_F2 && a.dtype <= MF_NPY_U2, "unknown dtype");
+    NPY_REQUIRE(a.dtype >= MF_NPY_F2 && a.dtype <= MF_NPY_I8, "unknown dtype");
     NPY_REQUIRE(a.itemsize == mf_npy_itemsize(a.dtype), "itemsize");
     int64_t n = 1;
     for (int i = 0; i < a.ndim; i++) {

@@ -127,7 +127,7 @@ cli_opt *opt(cli_opt *opts, int n, const char *flag) {
 
 
 static size_t dt_size(aclDataType dt) {
-    return dt == ACL_FLOAT || dt == ACL_INT32 ? 4 : dt == ACL_BOOL ? 1 : 2;
+    return dt == ACL_INT64 ? 8 : dt == ACL_FLOAT || dt == ACL_INT32 ? 4 : dt == ACL_BOOL ? 1 : 2;
 }
 
 static mf_npy_dtype npy_of(aclDataType dt) {
@@ -135,6 +135,7 @@ static mf_npy_dtype npy_of(aclDataType dt) {
     case ACL_FLOAT16: return MF_NPY_F2;
     case ACL_BF16: return MF_NPY_U2;
     case ACL_INT32: return MF_NPY_I4;
+    case ACL_INT64: return MF_NPY_I8;
     default: return MF_NPY_F4;
     }
 }
@@ -189,6 +190,13 @@ int load_tensor(const cli_opt *o, int bf16, cli_tensor *c) {
         msg("%s %s: dtype must be <i4 (nonzero = true)", o->flag, o->value);
         return EXIT_FILE;
     }
+    if ((o->kind == OPT_FILE_INT64) != (c->npy.dtype == MF_NPY_I8)) {
+        if (o->kind == OPT_FILE_INT64)
+            msg("%s %s: dtype must be <i8 (int64)", o->flag, o->value);
+        else
+            msg("%s %s: dtype <i8 (int64) is read only for group lists (gmm --group-list)", o->flag, o->value);
+        return EXIT_FILE;
+    }
     if (o->kind == OPT_FILE_FLOAT && c->npy.dtype == MF_NPY_I4) {
         msg("%s %s: dtype must be <f2 or <f4 (or <u2 holding bf16 bits with --dtype bf16), got <i4", o->flag,
             o->value);
@@ -198,6 +206,7 @@ int load_tensor(const cli_opt *o, int bf16, cli_tensor *c) {
     case MF_NPY_F2: c->dt = ACL_FLOAT16; break;
     case MF_NPY_F4: c->dt = ACL_FLOAT; break;
     case MF_NPY_I4: c->dt = o->kind == OPT_FILE_BOOL ? ACL_BOOL : ACL_INT32; break;
+    case MF_NPY_I8: c->dt = ACL_INT64; break;
     case MF_NPY_U2:
         if (!bf16) {
             msg("%s %s: dtype <u2 is read as bfloat16 bits only with --dtype bf16", o->flag, o->value);

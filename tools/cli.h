@@ -18,8 +18,12 @@ extern int g_verbose;
 /* OPT_FILE: a .npy tensor of <f2 <f4 <i4 (or <u2 as bf16 bits with --dtype bf16);
  * OPT_FILE_FLOAT: the same without <i4; OPT_FILE_BOOL: an <i4 file read as an
  * ACL_BOOL tensor, nonzero = true (.npy bool is not among the CLI's dtypes);
- * OPT_FLAG: takes no value (value = the flag, ival = 1; repeating it is harmless). */
-typedef enum { OPT_FILE, OPT_INT, OPT_DTYPE, OPT_DIR, OPT_FILE_FLOAT, OPT_FILE_BOOL, OPT_FLAG } opt_kind;
+ * OPT_FILE_INT64: an <i8 file read as ACL_INT64 (a group list), the only kind
+ * that takes <i8; OPT_FLAG: takes no value (value = the flag, ival = 1;
+ * repeating it is harmless). */
+typedef enum {
+    OPT_FILE, OPT_INT, OPT_DTYPE, OPT_DIR, OPT_FILE_FLOAT, OPT_FILE_BOOL, OPT_FLAG, OPT_FILE_INT64
+} opt_kind;
 
 typedef struct {
     const char *flag;  /* "--grad-y" */
@@ -77,5 +81,8 @@ int cmd_unpermute(int argc, char **argv, int first);
 int cmd_init_routing(int argc, char **argv, int first);
 /* tools/cmd_gating.c: */
 int cmd_gating(int argc, char **argv, int first);
+/* tools/cmd_mlp.c: */
+int cmd_swiglu(int argc, char **argv, int first);
+int cmd_gmm(int argc, char **argv, int first);
 
 #endif /* MOEFR_TOOLS_CLI_H_ */

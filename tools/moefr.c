@@ -41,6 +41,13 @@ static const char USAGE[] =
     "           --x F --k N [--finished F] [--renorm 0|1] [--softmax-out] [--dtype bf16] --out DIR\n"
     "           writes DIR/y.npy, DIR/expert_idx.npy and DIR/row_idx.npy (V1) or\n"
     "           DIR/softmax_result.npy (V2 --softmax-out, renorm 0)   (gating --help)\n"
+    "  swiglu   aclnnSwiGlu (with --grad-y aclnnSwiGluGrad) on .npy files\n"
+    "           --x F [--dim D] [--grad-y F] [--dtype bf16] --out DIR\n"
+    "           writes DIR/out.npy, or DIR/x_grad.npy with --grad-y   (swiglu --help)\n"
+    "  gmm      aclnnGroupedMatmulV4 on .npy files, one x, one weight, one out\n"
+    "           --x F --weight F [--bias F] --group-list F [--group-list-type 0|1]\n"
+    "           [--group-type 0|2|-1] [--dtype bf16] --out DIR\n"
+    "           writes DIR/out.npy, zero-filled past the group list's total   (gmm --help)\n"
     "  bench    throughput in GB/s and its ratio to copy bandwidth (bench --help)\n"
     "  demo     a small built-in example: prints its inputs and results\n"
     "\n"
@@ -48,7 +55,7 @@ static const char USAGE[] =
     "  -v, --verbose  print timing, the kernel path and the thread count to stderr\n"
     "  --help         this text;  --version  the library version\n"
     "\n"
-    "files: NumPy .npy, format 1.0-3.0, little-endian, C order, dtypes <f2 <f4 <i4;\n"
+    "files: NumPy .npy, format 1.0-3.0, little-endian, C order, dtypes <f2 <f4 <i4 (<i8: gmm's group list);\n"
     "bfloat16 travels as <u2 holding bf16 bits when --dtype bf16 is given (inputs and outputs).\n"
     "DIR is created if missing; outputs appear only when the whole run succeeded.\n"
     "exit status: 0 success, 1 rejected by the operator, 2 usage error, 3 file error.\n";
@@ -467,7 +474,9 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "permute")) return cmd_permute(argc, argv, i + 1);     /* tools/cmd_permute.c */
     if (!strcmp(cmd, "unpermute")) return cmd_unpermute(argc, argv, i + 1); /* tools/cmd_permute.c */
     if (!strcmp(cmd, "gating")) return cmd_gating(argc, argv, i + 1);             /* tools/cmd_gating.c */
+    if (!strcmp(cmd, "swiglu")) return cmd_swiglu(argc, argv, i + 1);             /* tools/cmd_mlp.c */
+    if (!strcmp(cmd, "gmm")) return cmd_gmm(argc, argv, i + 1);                   /* tools/cmd_mlp.c */
     if (!strcmp(cmd, "demo")) return cmd_demo(argc, argv, i + 1);
-    msg("unknown command '%s' (commands: grad, forward, init-routing, permute, unpermute, gating, bench, demo; see moefr --help)", cmd);
+    msg("unknown command '%s' (commands: grad, forward, init-routing, permute, unpermute, gating, swiglu, gmm, bench, demo; see moefr --help)", cmd);
     return EXIT_USAGE;
 }

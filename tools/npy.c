@@ -36,6 +36,7 @@ size_t mf_npy_itemsize(mf_npy_dtype dt) {
     case MF_NPY_F4: return 4;
     case MF_NPY_I4: return 4;
     case MF_NPY_U2: return 2;
+    case MF_NPY_I8: return 8;
     }
     return 0;
 }
@@ -46,6 +47,7 @@ const char *mf_npy_descr(mf_npy_dtype dt) {
     case MF_NPY_F4: return "<f4";
     case MF_NPY_I4: return "<i4";
     case MF_NPY_U2: return "<u2";
+    case MF_NPY_I8: return "<i8";
     }
     return "?";
 }
@@ -112,7 +114,7 @@ static int parse_descr(mf_cursor *c, mf_npy_dtype *dt) {
     size_t n;
     if (parse_str(c, &s, &n)) return -1;
     static const struct { const char *descr; mf_npy_dtype dt; } known[] = {
-        {"<f2", MF_NPY_F2}, {"<f4", MF_NPY_F4}, {"<i4", MF_NPY_I4}, {"<u2", MF_NPY_U2}};
+        {"<f2", MF_NPY_F2}, {"<f4", MF_NPY_F4}, {"<i4", MF_NPY_I4}, {"<u2", MF_NPY_U2}, {"<i8", MF_NPY_I8}};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (str_is(s, n, known[i].descr)) {
             *dt = known[i].dt;
@@ -123,7 +125,7 @@ static int parse_descr(mf_cursor *c, mf_npy_dtype *dt) {
         seterr(c->err, c->errlen, "big-endian data (descr '%.*s') is not supported; use '<' (little-endian)",
                shown, s);
     else
-        seterr(c->err, c->errlen, "unsupported dtype '%.*s%s' (expected <f2, <f4, <i4 or <u2)", shown, s,
+        seterr(c->err, c->errlen, "unsupported dtype '%.*s%s' (expected <f2, <f4, <i4, <u2 or <i8)", shown, s,
                n > 16 ? "..." : "");
     return -1;
 }

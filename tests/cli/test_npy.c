@@ -80,6 +80,7 @@ static void test_headers(void) {
     OK(1, "{'descr': '<f2', 'fortran_order': False, 'shape': (5,), }", 10);
     OK(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (), }", 4); /* scalar */
     OK(1, "{'descr': '<u2', 'fortran_order': False, 'shape': (0, 7), }", 0);
+    OK(1, "{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }", 24); /* int64 group lists */
     OK(1, "{\"shape\": (2,), \"descr\": \"<i4\", \"fortran_order\": False}", 8); /* any key order, no trailing comma */
     OK(1, "{'descr':'<f4','fortran_order':False,'shape':(1,2,3,4,5,1,1,1,)}", 480);
     expect(__LINE__, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", 16, 12, 1, NULL);
@@ -87,6 +88,8 @@ static void test_headers(void) {
     BAD(1, "{'descr': '>f4', 'fortran_order': False, 'shape': (3,), }", 12, "big-endian");
     BAD(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }", 24, "unsupported dtype");
     BAD(1, "{'descr': '|u1', 'fortran_order': False, 'shape': (3,), }", 3, "unsupported dtype");
+    BAD(1, "{'descr': '<u8', 'fortran_order': False, 'shape': (3,), }", 24, "unsupported dtype");
+    BAD(1, "{'descr': '>i8', 'fortran_order': False, 'shape': (3,), }", 24, "big-endian");
     BAD(1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (3,), }", 12, "structured");
     BAD(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (3,), }", 12, "fortran_order");
     BAD(1, "{'descr': '<f4', 'fortran_order': 0, 'shape': (3,), }", 12, "fortran_order");
@@ -178,7 +181,7 @@ static uint64_t rnd(void) {
 static void test_roundtrip_and_mutations(void) {
     static unsigned char img[8192];
     for (int iter = 0; iter < 2000; iter++) {
-        mf_npy_dtype dt = (mf_npy_dtype)(rnd() % 4);
+        mf_npy_dtype dt = (mf_npy_dtype)(rnd() % 5);
         int nd = (int)(rnd() % (MF_NPY_MAX_DIMS + 1));
         int64_t dims[MF_NPY_MAX_DIMS], numel = 1;
         for (int i = 0; i < nd; i++) {

@@ -37,14 +37,17 @@ typedef struct gmm_group {
     bool zero; /* a K-split group with k == 0: its output is zeros */
 } gmm_group;
 
-/* The rows of t (all dims but the last) as one stride, when they collapse. */
+/* The rows of t (all dims but the last) as one stride, when they collapse
+ * (strides may be negative or zero: a view's, as aclCreateTensor allows). */
 static bool rows_collapse(const aclTensor *t, int64_t *rs) {
-    int64_t want = -1;
+    bool have = false;
+    int64_t want = 0;
     *rs = t->ndim >= 2 ? t->strides[t->ndim - 2] : 0;
     for (int d = t->ndim - 2; d >= 0; d--) {
         if (t->dims[d] == 1) continue;
-        if (want >= 0 && t->strides[d] != want) return false;
-        if (want < 0) *rs = t->strides[d];
+        if (have && t->strides[d] != want) return false;
+        if (!have) *rs = t->strides[d];
+        have = true;
         want = t->strides[d] * t->dims[d];
     }
     return true;

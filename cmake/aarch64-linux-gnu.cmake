@@ -18,5 +18,11 @@ set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
 
 # add_test() commands naming a built target, and try_run(), go through this.
+# The guest's libraries come from the sysroot first (LD_LIBRARY_PATH): once a
+# multiarch arm64 package is installed (libblis:arm64 pulls in libc6:arm64),
+# /lib/aarch64-linux-gnu exists on the host and the sysroot's loader would
+# otherwise take that glibc, a different build from its own, and hang in
+# pthread_create. BLIS itself is found by libmoefr's RUNPATH.
 find_program(MOEFR_QEMU_AARCH64 qemu-aarch64 REQUIRED)
-set(CMAKE_CROSSCOMPILING_EMULATOR ${MOEFR_QEMU_AARCH64};-L;${MOEFR_CROSS_SYSROOT})
+set(CMAKE_CROSSCOMPILING_EMULATOR
+  ${MOEFR_QEMU_AARCH64};-L;${MOEFR_CROSS_SYSROOT};-E;LD_LIBRARY_PATH=${MOEFR_CROSS_SYSROOT}/lib)

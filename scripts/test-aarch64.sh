@@ -37,7 +37,9 @@ skips=$(cd "$arm" && ctest -N -L '^python$' | sed -n 's/^ *Test *#[0-9]*: //p')
 # test_cli.py, test_hostile's log child) go through the emulator as well.
 MOEFR_TEST_EMULATOR=$(command -v qemu-aarch64)
 QEMU_LD_PREFIX=$sysroot
-export MOEFR_TEST_EMULATOR QEMU_LD_PREFIX
+# the sysroot's glibc before the multiarch one (cmake/aarch64-linux-gnu.cmake says why)
+QEMU_SET_ENV=LD_LIBRARY_PATH=$sysroot/lib
+export MOEFR_TEST_EMULATOR QEMU_LD_PREFIX QEMU_SET_ENV
 
 paths=$(cat "$arm/moefr_isa_paths.txt")
 [ -n "$paths" ] || { echo "test-aarch64: $arm/moefr_isa_paths.txt lists no kernel path" >&2; exit 1; }

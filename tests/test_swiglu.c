@@ -99,7 +99,12 @@ static void random_case(int grad, int specials) {
     for (int k = 0; k < nd; k++) xd[k] = tu_int(1, 5);
     static const int64_t halves[] = {1, 3, 7, 9, 17, 1023, 1024, 1025, 2051};
     xd[dim] = 2 * halves[tu_int(0, 8)];
-    if (xd[dim] > 100 && nd > 2) xd[dim] = 2 * tu_int(1, 40); /* keep the test quick */
+    /* keep the test quick (also under qemu): the long half-rows with few other elements */
+    int64_t others = 1;
+    for (int k = 0; k < nd; k++) others *= k == dim ? 1 : xd[k];
+    if (xd[dim] > 100 && others > 4)
+        for (int k = 0; k < nd; k++)
+            if (k != dim) xd[k] = 1 + (k == 0);
     memcpy(od, xd, sizeof od);
     od[dim] /= 2;
     int64_t nx = 1, no = 1;
@@ -252,7 +257,7 @@ int main(void) {
     cann_example();
     validation();
     widths_agree();
-    for (int i = 0; i < 300; i++) random_case(i & 1, i % 5 == 0);
+    for (int i = 0; i < 200; i++) random_case(i & 1, i % 5 == 0);
     printf("test_swiglu: %d cases, %d checks, %d failures\n", g_cases, g_checks, g_fail);
     return g_fail != 0;
 }

@@ -1,6 +1,6 @@
 /* bench.h - the benchmark's entry point (bench.c) and what its files share:
  * the helpers of util.c and the measurements of ceiling.c, routing.c,
- * gating.c and gmm.c. */
+ * gating.c, gmm.c and swiglu.c. */
 #ifndef MOEFR_BENCH_BENCH_H_
 #define MOEFR_BENCH_BENCH_H_
 
@@ -45,5 +45,8 @@ int bench_gating(int reps, int markdown);
  * and bf16, against one GEMM of the same FLOPs and the fp32 FMA peak; rows = tokens x top-k;
  * tokens 0: the default (1024), reps 0: the default (3). Sets MOEFR_SOC: call it first. */
 int bench_gmm(int64_t tokens, int reps, int markdown);
+/* `--swiglu` (swiglu.c): aclnnSwiGlu and aclnnSwiGluGrad, GB/s against a same-traffic memcpy;
+ * quick: a quarter of the rows; reps 0: the default. */
+int bench_swiglu(int quick, int reps, int markdown);
 
 #endif /* MOEFR_BENCH_BENCH_H_ */

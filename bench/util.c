@@ -1,5 +1,5 @@
 /* util.c - what the benchmark's files (bench.c, ceiling.c, routing.c,
- * gating.c, gmm.c) share, declared in bench.h: the clock, device
+ * gating.c, gmm.c, swiglu.c) share, declared in bench.h: the clock, device
  * buffers, the fixed-seed generator and its permutations, the multi-threaded
  * memcpy every ratio is taken against, and the CPU's name from /proc/cpuinfo. */
 #ifndef _POSIX_C_SOURCE

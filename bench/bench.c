@@ -498,7 +498,7 @@ static int torch_compare(int64_t R, int64_t K, int64_t H, aclDataType dt, double
 static void usage(FILE *f, const char *prog) {
     fprintf(f,
             "usage: %s [--quick] [--reps N] [--shape R,K,H,dtype]... [--forward] [--ceilings] [--arith] [--no-torch]\n"
-            "          [--no-threads] [--markdown] [--bias] [--isa LIST|all] [--gating]\n"
+            "          [--no-threads] [--markdown] [--bias] [--isa LIST|all] [--gating] [--gmm [--full|--tokens N]] [--swiglu]\n"
             "  Times aclnnMoeFinalizeRoutingV2Grad (phase 1 + phase 2, mode 0, scales, random permutation)\n"
             "  against a %s-thread memcpy of the same bytes ((R*H + 2*R*K*H) * elemsize): ms and GB/s are the\n"
             "  best of N runs, ratio the median of N (operator, copy) pairs run back to back.\n"
@@ -508,6 +508,12 @@ static void usage(FILE *f, const char *prog) {
             "  --arith: each --shape also times the backward's arithmetic alone, rows in L2\n"
             "  (the full run always does, for the 65536,8,128 targets).\n"
             "  --gating: only MoeGatingTopKSoftmax(V2) at (8192, 256), k = 8, fp32 and bf16 (bench/gating.c).\n"
+            "  --gmm: only aclnnGroupedMatmulV4 at MoE shapes (bench/gmm.c): forward, dX and dW GFLOP/s, fp32\n"
+            "  (run with MOEFR_SOC=ascend910b, which the bench sets) and bf16, against one GEMM of the same FLOPs\n"
+            "  and the fp32 FMA peak; median of 3 repeats unless --reps; rows = tokens x top-k with 1024 tokens\n"
+            "  (about 2 minutes on 2 cores), --quick: 256, --full: the issue's 8192 (about 15 minutes), --tokens N.\n"
+            "  --swiglu: only aclnnSwiGlu and aclnnSwiGluGrad at x (16384, 2816) (bench/swiglu.c), fp32 and bf16,\n"
+            "  GB/s against a same-traffic memcpy; --quick: a quarter of the rows.\n"
             "  --bias: each --shape also runs with biasOptional (64 experts) and prints the bias cost.\n"
             "  --routing[=H]: InitRoutingV2, TokenPermute, TokenUnpermute at N=8192 K=8 H=4096 (or H) E=64, fp32, bf16\n"
             "  against a same-traffic memcpy (bench/routing.c says which bytes; --quick: N=1024).\n"
@@ -638,7 +644,7 @@ static int isa_compare(int argc, char **argv, const char *list) {
 }
 
 int moefr_bench_main(int argc, char **argv) {
-    int gating = 0, quick = 0, routing = 0, forward = 0, torch = 1, threads_sweep = 1, nshapes = 0, ceilings = 0, arith = 0;
+    int gating = 0, gmm = 0, swiglu = 0, reps_given = 0, gmm_tokens = 0, quick = 0, routing = 0, forward = 0, torch = 1, threads_sweep = 1, nshapes = 0, ceilings = 0, arith = 0;
     const char *isa_list = NULL;
     int64_t shapes[32][4];
     const char *prog = argc > 0 ? argv[0] : "bench";
@@ -654,6 +660,10 @@ int moefr_bench_main(int argc, char **argv) {
         else if (strcmp(argv[i], "--routing") == 0) routing = 4096; /* bench/routing.c */
         else if (strncmp(argv[i], "--routing=", 10) == 0) routing = atoi(argv[i] + 10);
         else if (strcmp(argv[i], "--gating") == 0) gating = 1;
+        else if (strcmp(argv[i], "--gmm") == 0) gmm = 1;        /* bench/gmm.c */
+        else if (strcmp(argv[i], "--swiglu") == 0) swiglu = 1;  /* bench/swiglu.c */
+        else if (strcmp(argv[i], "--full") == 0) gmm_tokens = 8192; /* --gmm: the 8192 tokens */
+        else if (strcmp(argv[i], "--tokens") == 0 && i + 1 < argc) gmm_tokens = atoi(argv[++i]);
         else if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc) {
             if (isa_list) {
                 fprintf(stderr, "%s: --isa given twice\n", prog);
@@ -661,7 +671,7 @@ int moefr_bench_main(int argc, char **argv) {
             }
             isa_list = argv[++i];
         }
-        else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) g_reps = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) g_reps = atoi(argv[++i]), reps_given = 1;
         else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc && nshapes < 32) {
             long long R, K, H;
             char dts[16] = "fp32";
@@ -684,6 +694,13 @@ int moefr_bench_main(int argc, char **argv) {
     }
     if (g_reps < 1) g_reps = 1;
     if (gating) return bench_gating(g_reps, g_markdown);
+    if (gmm || swiglu) {
+        int rc = 0;
+        if (gmm) rc |= bench_gmm(gmm_tokens > 0 ? gmm_tokens : quick ? 256 : 0, reps_given ? g_reps : 0, g_markdown);
+        if (gmm && swiglu) printf("\n");
+        if (swiglu) rc |= bench_swiglu(quick, reps_given ? g_reps : 0, g_markdown);
+        return rc;
+    }
     if (isa_list) return isa_compare(argc, argv, isa_list);
     if (routing > 0) return bench_routing(quick ? 1024 : 8192, 8, routing, 64, g_reps, g_markdown);
     const int64_t s = quick ? 8 : 1; /* --quick divides R by 8 */

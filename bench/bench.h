@@ -1,5 +1,6 @@
 /* bench.h - the benchmark's entry point (bench.c) and what its files share:
- * the helpers of util.c and the measurements of ceiling.c, routing.c and gating.c. */
+ * the helpers of util.c and the measurements of ceiling.c, routing.c,
+ * gating.c, gmm.c and swiglu.c. */
 #ifndef MOEFR_BENCH_BENCH_H_
 #define MOEFR_BENCH_BENCH_H_
 
@@ -20,6 +21,13 @@ uint32_t bench_rand(void);
 void bench_permutation(int32_t *idx, int64_t n);
 /* Seconds for a `threads`-thread memcpy of n bytes: the yardstick. */
 double bench_copy_once(char *dst, const char *src, size_t n, int threads);
+/* /proc/cpuinfo: the first line's value for key ("model name", "cpu MHz", ...) into v; 0 if found. */
+int bench_cpuinfo(const char *key, char *v, size_t n);
+/* The CPU for every printed figure: "model name (vendor family F model M)" (x86), or
+ * the Arm implementer and part. */
+const char *bench_cpu(void);
+/* /proc/cpuinfo's "cpu MHz": the kernel's nominal figure, not a measured clock; 0 if absent. */
+double bench_cpu_mhz(void);
 /* The access-pattern ceilings (ceiling.c) of shape R, K, H with elements of es bytes. */
 int bench_ceilings(int64_t R, int64_t K, int64_t H, size_t es, const char *dtype, int threads, int reps, int markdown);
 
@@ -33,5 +41,12 @@ int bench_overlap(int64_t R, int64_t K, int64_t H, size_t es, const char *dtype,
 int bench_routing(int64_t N, int64_t K, int64_t H, int64_t E, int reps, int markdown);
 /* `--gating` (gating.c): MoeGatingTopKSoftmax(V2) at (8192, 256), k = 8, fp32 and bf16. */
 int bench_gating(int reps, int markdown);
+/* `--gmm` (gmm.c): aclnnGroupedMatmulV4's GFLOP/s at MoE shapes (forward, dX, dW), fp32
+ * and bf16, against one GEMM of the same FLOPs and the fp32 FMA peak; rows = tokens x top-k;
+ * tokens 0: the default (1024), reps 0: the default (3). Sets MOEFR_SOC: call it first. */
+int bench_gmm(int64_t tokens, int reps, int markdown);
+/* `--swiglu` (swiglu.c): aclnnSwiGlu and aclnnSwiGluGrad, GB/s against a same-traffic memcpy;
+ * quick: a quarter of the rows; reps 0: the default. */
+int bench_swiglu(int quick, int reps, int markdown);
 
 #endif /* MOEFR_BENCH_BENCH_H_ */

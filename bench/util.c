@@ -1,12 +1,14 @@
 /* util.c - what the benchmark's files (bench.c, ceiling.c, routing.c,
- * gating.c) share, declared in bench.h: the clock, device buffers, the
- * fixed-seed generator and its permutations, and the multi-threaded memcpy
- * every ratio is taken against. */
+ * gating.c, gmm.c, swiglu.c) share, declared in bench.h: the clock, device
+ * buffers, the fixed-seed generator and its permutations, the multi-threaded
+ * memcpy every ratio is taken against, and the CPU's name from /proc/cpuinfo. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #endif
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -65,4 +67,46 @@ void bench_permutation(int32_t *idx, int64_t n) {
         int32_t t = idx[i];
         idx[i] = idx[j], idx[j] = t;
     }
+}
+
+/* ---- the CPU, as /proc/cpuinfo names it ---- */
+/* The value of the first "key<spaces/tabs>: value" line, into v (n bytes); 0 if found. */
+int bench_cpuinfo(const char *key, char *v, size_t n) {
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[4096];
+    int rc = -1;
+    const size_t kl = strlen(key);
+    while (f && rc != 0 && fgets(line, sizeof line, f)) {
+        if (strncmp(line, key, kl) != 0) continue;
+        const char *c = line + kl;
+        while (*c == ' ' || *c == '\t') c++;
+        if (*c++ != ':') continue; /* "model" must not match "model name" */
+        while (*c == ' ' || *c == '\t') c++;
+        snprintf(v, n, "%.*s", (int)strcspn(c, "\n"), c);
+        rc = 0;
+    }
+    if (f) fclose(f);
+    return rc;
+}
+
+const char *bench_cpu(void) {
+    static char name[320];
+    if (name[0]) return name;
+    char model[160] = "", vendor[64] = "", fam[32] = "", mod[32] = "", impl[32] = "", part[32] = "";
+    bench_cpuinfo("model name", model, sizeof model);
+    bench_cpuinfo("vendor_id", vendor, sizeof vendor);
+    bench_cpuinfo("cpu family", fam, sizeof fam);
+    bench_cpuinfo("model", mod, sizeof mod);
+    if (vendor[0])
+        snprintf(name, sizeof name, "%s (%s family %s model %s)", model[0] ? model : "unnamed CPU", vendor, fam, mod);
+    else if (bench_cpuinfo("CPU implementer", impl, sizeof impl) == 0 && bench_cpuinfo("CPU part", part, sizeof part) == 0)
+        snprintf(name, sizeof name, "%s(Arm CPU implementer %s part %s)", model[0] ? model : "", impl, part);
+    else
+        snprintf(name, sizeof name, "%s", model[0] ? model : "unknown CPU (no /proc/cpuinfo model name)");
+    return name;
+}
+
+double bench_cpu_mhz(void) {
+    char v[64];
+    return bench_cpuinfo("cpu MHz", v, sizeof v) == 0 ? atof(v) : 0.0;
 }

@@ -385,7 +385,9 @@ int main(int argc, char** argv) {
     if (fail == 0) {
         fail = GroupedMatmul("grad_expanded_x", dGradGateUp, false, dW1, true, dGroupList, 0, dGradExpandedX, stream);
     }
-    if (fail == 0) fail = GroupedMatmul("grad_w1", dExpandedX, true, dGradGateUp, false, dGroupList, 2, dGradW1, stream);
+    if (fail == 0) {
+        fail = GroupedMatmul("grad_w1", dExpandedX, true, dGradGateUp, false, dGroupList, 2, dGradW1, stream);
+    }
     if (fail == 0) fail = GroupedMatmul("grad_w2", dAct, true, dGradY, false, dGroupList, 2, dGradW2, stream);
     fail = fail || ToHost(dGradW1, &gradW1) || ToHost(dGradW2, &gradW2);
 

@@ -143,7 +143,7 @@ def main():
 
     if a.experts == "gmm" and a.dtype == "fp32":
         # CANN's Ascend 950 table for GroupedMatmul has no FLOAT32 (fp16/bf16 only), the A2/A3 one has;
-        # moefr applies the Ascend 950 rules unless MOEFR_SOC=ascend910b, read when the library loads.
+        # moefr applies the Ascend 950 rules unless MOEFR_SOC=ascend910b (read once, at its first call).
         os.environ.setdefault("MOEFR_SOC", "ascend910b")
     global torch_npu
     from moefr import torch_npu  # (on an Ascend machine: import torch_npu)

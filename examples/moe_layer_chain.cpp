@@ -1,13 +1,31 @@
 // moe_layer_chain.cpp - one MoE layer, forward and backward, written the way a CANN program chains
-// the routing operators, checked against a float64 reference computed in the same program.
+// the routing and expert operators, checked against a float64 reference computed in the same program.
 //
 //   forward:  router logits (x Wr, on the host) -> aclnnMoeGatingTopKSoftmax (top-K experts and weights)
 //             -> aclnnMoeInitRoutingV2 (dropless, per-expert counts)
-//             -> experts (one H x H matrix each, plain loops over their contiguous row blocks)
+//             -> experts, one SwiGLU MLP each, over their contiguous row blocks:
+//                gateUp = aclnnGroupedMatmulV4(expandedX, W1 (E, H, 2F))        M split, groupType 0
+//                act    = aclnnSwiGlu(gateUp, dim -1)    silu(first F columns) * last F columns
+//                y      = aclnnGroupedMatmulV4(act, W2 (E, F, H))
 //             -> aclnnMoeFinalizeRoutingV2 (dropPadMode 2: row-layout index, residual x1 = x, bias)
 //   backward: aclnnMoeFinalizeRoutingV2Grad (gradients of the expert outputs and of the scales)
-//             -> experts' backward loops (weight gradients, gradients of the expert inputs)
+//             -> experts' backward, the same operators:
+//                gradAct     = aclnnGroupedMatmulV4(gradY, W2^T)     W2 passed as a transposed view
+//                gradGateUp  = aclnnSwiGluGrad(gradAct, gateUp, dim -1)
+//                gradExpandedX = aclnnGroupedMatmulV4(gradGateUp, W1^T)
+//                gradW1 = aclnnGroupedMatmulV4(expandedX^T, gradGateUp)  K split, groupType 2: (E, H, 2F)
+//                gradW2 = aclnnGroupedMatmulV4(act^T, gradY)             K split: (E, F, H)
 //             -> aclnnMoeInitRoutingV2Grad (gradient of x through the routing) + residual
+//
+// The grouped matmuls take InitRoutingV2's per-expert counts as their group list (groupListType 1,
+// counts), widened on the host from INT32 to the INT64 GroupedMatmul requires.
+//
+// Data type: FLOAT32 throughout, so the reference check stays an fp32 error bound. CANN's Ascend 950
+// table for GroupedMatmul has no FLOAT32 (fp16/bf16 only); the A2/A3 (Atlas 800T/900 A2, A3) table
+// has it. moefr follows the Ascend 950 rules unless MOEFR_SOC=ascend910b, so main() sets that before
+// aclInit (without overriding a value the caller set; on a real toolkit the variable is ignored and
+// this program needs an A2/A3 device). bf16 would run on both, but its 8-bit mantissa would turn the
+// check into a loose tolerance and hide a wrong row block or a transposed view read the wrong way.
 //
 // Like the other sample it uses only CANN's headers and link names. Exit status 0 only when every
 // output matches the reference within its fp32 error bound. usage: moe_layer_chain [seed]
@@ -19,11 +37,14 @@
 #include <vector>
 
 #include "acl/acl.h"
+#include "aclnnop/aclnn_grouped_matmul_v4.h"
 #include "aclnnop/aclnn_moe_finalize_routing_v2.h"
 #include "aclnnop/aclnn_moe_gating_top_k_softmax.h"
 #include "aclnnop/aclnn_moe_finalize_routing_v2_grad.h"
 #include "aclnnop/aclnn_moe_init_routing_v2.h"
 #include "aclnnop/aclnn_moe_init_routing_v2_grad.h"
+#include "aclnnop/aclnn_swi_glu.h"
+#include "aclnnop/aclnn_swi_glu_grad.h"
 
 #define CHECK_RET(cond, return_expr) \
     do {                             \
@@ -41,6 +62,7 @@ namespace {
 
 const int64_t N = 13;  // tokens
 const int64_t H = 19;  // hidden size
+const int64_t F = 11;  // each expert's intermediate size (W1 is H x 2F, W2 is F x H)
 const int64_t E = 5;   // experts
 const int64_t K = 2;   // experts per token
 const int64_t T = N * K;
@@ -129,6 +151,56 @@ int Run(const char* name, aclnnStatus status, uint64_t workspaceSize, aclOpExecu
     return 0;
 }
 
+// A new descriptor over t's memory: contiguous, or with the last two dims swapped (a transposed
+// view, strides (.., 1, rows) over t's own storage). A tensor list owns the descriptors it holds
+// (aclDestroyTensorList destroys them), so each list gets descriptors of its own.
+aclTensor* Describe(const DeviceTensor& t, aclDataType dtype, bool transposed) {
+    std::vector<int64_t> shape(t.shape), strides(t.shape.size(), 1);
+    for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; i--) {
+        strides[i] = shape[i + 1] * strides[i + 1];
+    }
+    if (transposed) {
+        size_t n = shape.size();
+        int64_t rows = shape[n - 2];
+        shape[n - 2] = shape[n - 1];
+        shape[n - 1] = rows;
+        strides[n - 2] = 1;
+        strides[n - 1] = shape[n - 2];
+    }
+    aclTensor* d = aclCreateTensor(shape.data(), shape.size(), dtype, strides.data(), 0, aclFormat::ACL_FORMAT_ND,
+                                   t.shape.data(), t.shape.size(), t.addr);
+    if (d == nullptr) LOG_PRINT("aclCreateTensor failed: %s\n", aclGetRecentErrMsg());
+    return d;
+}
+
+// out = GroupedMatmulV4 of one x, one weight and one out (splitItem 3), all FLOAT32, grouped by
+// groupList (INT64 counts, groupListType 1). groupType 0 splits x's rows (M), groupType 2 the inner
+// dimension K (out is (E, M, N)); xT / wT pass x / weight as transposed views of their storage.
+int GroupedMatmul(const char* what, const DeviceTensor& x, bool xT, const DeviceTensor& weight, bool wT,
+                  const DeviceTensor& groupList, int64_t groupType, const DeviceTensor& out, aclrtStream stream) {
+    aclTensor* xd = Describe(x, ACL_FLOAT, xT);
+    aclTensor* wd = Describe(weight, ACL_FLOAT, wT);
+    aclTensor* od = Describe(out, ACL_FLOAT, false);
+    aclTensorList* xl = xd ? aclCreateTensorList(&xd, 1) : nullptr;
+    aclTensorList* wl = wd ? aclCreateTensorList(&wd, 1) : nullptr;
+    aclTensorList* ol = od ? aclCreateTensorList(&od, 1) : nullptr;
+    int fail = xl == nullptr || wl == nullptr || ol == nullptr;
+    if (fail == 0) {
+        uint64_t ws = 0;
+        aclOpExecutor* ex = nullptr;
+        auto ret = aclnnGroupedMatmulV4GetWorkspaceSize(xl, wl, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                                        groupList.desc, nullptr, nullptr, nullptr, 3, groupType, 1, 0,
+                                                        ol, nullptr, nullptr, &ws, &ex);
+        fail = Run("aclnnGroupedMatmulV4", ret, ws, ex, aclnnGroupedMatmulV4, stream);
+        if (fail != 0) LOG_PRINT("  (the grouped matmul for %s)\n", what);
+    }
+    // A list destroys its descriptors; a descriptor that never made it into a list is destroyed here.
+    if (xl != nullptr) aclDestroyTensorList(xl); else if (xd != nullptr) aclDestroyTensor(xd);
+    if (wl != nullptr) aclDestroyTensorList(wl); else if (wd != nullptr) aclDestroyTensor(wd);
+    if (ol != nullptr) aclDestroyTensorList(ol); else if (od != nullptr) aclDestroyTensor(od);
+    return fail;
+}
+
 // |got - ref| <= bound for every element; bound = terms * 2^-22 * (largest |ref| + 1): the fp32
 // rounding of a sum of `terms` products against the float64 value.
 int Compare(const char* name, const std::vector<float>& got, const std::vector<double>& ref, int terms) {
@@ -158,15 +230,17 @@ int Compare(const char* name, const std::vector<float>& got, const std::vector<d
 
 int main(int argc, char** argv) {
     uint64_t seed = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : static_cast<uint64_t>(std::time(nullptr));
-    LOG_PRINT("moe_layer_chain: N=%ld H=%ld E=%ld K=%ld seed %llu\n", static_cast<long>(N), static_cast<long>(H),
-              static_cast<long>(E), static_cast<long>(K), static_cast<unsigned long long>(seed));
+    LOG_PRINT("moe_layer_chain: N=%ld H=%ld F=%ld E=%ld K=%ld seed %llu\n", static_cast<long>(N),
+              static_cast<long>(H), static_cast<long>(F), static_cast<long>(E), static_cast<long>(K),
+              static_cast<unsigned long long>(seed));
     Lcg rng(seed);
 
     // ---- parameters and inputs ----
-    std::vector<float> x(N * H), wRouter(H * E), wExpert(E * H * H), bias(E * H), gradOut(N * H);
+    std::vector<float> x(N * H), wRouter(H * E), w1(E * H * 2 * F), w2(E * F * H), bias(E * H), gradOut(N * H);
     for (float& v : x) v = static_cast<float>(rng.Uniform());
     for (float& v : wRouter) v = static_cast<float>(rng.Uniform());
-    for (float& v : wExpert) v = static_cast<float>(rng.Uniform() * 0.5);
+    for (float& v : w1) v = static_cast<float>(rng.Uniform() * 0.5);
+    for (float& v : w2) v = static_cast<float>(rng.Uniform() * 0.5);
     for (float& v : bias) v = static_cast<float>(rng.Uniform() * 0.25);
     for (float& v : gradOut) v = static_cast<float>(rng.Uniform());
 
@@ -183,6 +257,9 @@ int main(int argc, char** argv) {
     std::vector<float> scales;
 
     // ---- runtime ----
+    // FLOAT32 GroupedMatmul is in CANN's A2/A3 table only (Ascend 950: fp16/bf16); see the top comment.
+    // The last argument 0 keeps a MOEFR_SOC the caller set.
+    setenv("MOEFR_SOC", "ascend910b", 0);
     int32_t deviceId = 0;
     aclrtStream stream = nullptr;
     auto ret = aclInit(nullptr);
@@ -193,9 +270,11 @@ int main(int argc, char** argv) {
     CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclrtCreateStream failed. ERROR: %d\n", ret); return 1);
 
     // Outputs start as NaN (floats) / -7 (indices), so an element an operator skips cannot pass.
-    const std::vector<float> nanTH(T * H, NAN), nanNH(N * H, NAN), nanNK(T, NAN);
-    DeviceTensor dLogits, dGateRowIdx, dX, dExpertIdx, dExpandedX, dRowIdx, dCounts, dY, dBias, dScales, dOut, dGradOut, dGradY,
-        dGradScales, dGradExpandedX, dGradX;
+    const std::vector<float> nanTH(T * H, NAN), nanNH(N * H, NAN), nanNK(T, NAN), nanT2F(T * 2 * F, NAN),
+        nanTF(T * F, NAN), nanW1(E * H * 2 * F, NAN), nanW2(E * F * H, NAN);
+    DeviceTensor dLogits, dGateRowIdx, dX, dExpertIdx, dExpandedX, dRowIdx, dCounts, dGroupList, dW1, dW2, dGateUp,
+        dAct, dY, dBias, dScales, dOut, dGradOut, dGradY, dGradScales, dGradAct, dGradGateUp, dGradExpandedX,
+        dGradW1, dGradW2, dGradX;
     int fail = 0;
     fail |= Create(logits, {N, E}, ACL_FLOAT, &dLogits);
     fail |= Create(std::vector<int32_t>(T, -7), {N, K}, ACL_INT32, &dGateRowIdx);
@@ -204,6 +283,11 @@ int main(int argc, char** argv) {
     fail |= Create(nanTH, {T, H}, ACL_FLOAT, &dExpandedX);
     fail |= Create(std::vector<int32_t>(T, -7), {T}, ACL_INT32, &dRowIdx);
     fail |= Create(std::vector<int32_t>(E, -7), {E}, ACL_INT32, &dCounts);
+    fail |= Create(std::vector<int64_t>(E, -7), {E}, ACL_INT64, &dGroupList);
+    fail |= Create(w1, {E, H, 2 * F}, ACL_FLOAT, &dW1);
+    fail |= Create(w2, {E, F, H}, ACL_FLOAT, &dW2);
+    fail |= Create(nanT2F, {T, 2 * F}, ACL_FLOAT, &dGateUp);
+    fail |= Create(nanTF, {T, F}, ACL_FLOAT, &dAct);
     fail |= Create(nanTH, {T, H}, ACL_FLOAT, &dY);
     fail |= Create(bias, {E, H}, ACL_FLOAT, &dBias);
     fail |= Create(nanNK, {N, K}, ACL_FLOAT, &dScales);
@@ -211,11 +295,14 @@ int main(int argc, char** argv) {
     fail |= Create(gradOut, {N, H}, ACL_FLOAT, &dGradOut);
     fail |= Create(nanTH, {T, H}, ACL_FLOAT, &dGradY);
     fail |= Create(nanNK, {N, K}, ACL_FLOAT, &dGradScales);
+    fail |= Create(nanTF, {T, F}, ACL_FLOAT, &dGradAct);
+    fail |= Create(nanT2F, {T, 2 * F}, ACL_FLOAT, &dGradGateUp);
     fail |= Create(nanTH, {T, H}, ACL_FLOAT, &dGradExpandedX);
+    fail |= Create(nanW1, {E, H, 2 * F}, ACL_FLOAT, &dGradW1);
+    fail |= Create(nanW2, {E, F, H}, ACL_FLOAT, &dGradW2);
     fail |= Create(nanNH, {N, H}, ACL_FLOAT, &dGradX);
 
-    std::vector<float> expandedX, y(T * H), outHost, gradY, gradScales, gradExpandedX(T * H), gradX,
-        gradW(E * H * H, 0.0f);
+    std::vector<float> expandedX, y, outHost, gradScales, gradX, gradW1, gradW2;
     std::vector<int32_t> rowIdx, counts, gateRowIdx;
     uint64_t ws = 0;
     aclOpExecutor* ex = nullptr;
@@ -242,26 +329,33 @@ int main(int argc, char** argv) {
     }
     fail = fail || ToHost(dExpandedX, &expandedX) || ToHost(dRowIdx, &rowIdx) || ToHost(dCounts, &counts);
 
-    // ---- forward 2: experts. Expert e owns rows [start_e, start_e + counts[e]) of expandedX ----
+    // ---- forward 2: experts. Expert e owns rows [start_e, start_e + counts[e]) of expandedX; the
+    // counts, widened to INT64, are the grouped matmuls' group list (groupListType 1) ----
     if (fail == 0) {
-        int64_t start = 0;
+        std::vector<int64_t> groupList(E);
+        int64_t total = 0;
         for (int64_t e = 0; e < E; e++) {
-            if (counts[e] < 0 || start + counts[e] > T) {
+            if (counts[e] < 0 || total + counts[e] > T) {
                 LOG_PRINT("counts[%ld] = %d is not a valid block size\n", static_cast<long>(e), counts[e]);
                 fail = 1;
                 break;
             }
-            for (int64_t i = start; i < start + counts[e]; i++) {
-                for (int64_t j = 0; j < H; j++) {
-                    float acc = 0.0f;
-                    for (int64_t h = 0; h < H; h++) acc += expandedX[i * H + h] * wExpert[(e * H + h) * H + j];
-                    y[i * H + j] = acc;
-                }
-            }
-            start += counts[e];
+            groupList[e] = counts[e];
+            total += counts[e];
         }
-        fail = fail || start != T || ToDevice(y, &dY);
+        if (fail == 0 && total != T) {
+            LOG_PRINT("the counts add up to %ld rows, not %ld\n", static_cast<long>(total), static_cast<long>(T));
+            fail = 1;
+        }
+        fail = fail || ToDevice(groupList, &dGroupList);
     }
+    if (fail == 0) fail = GroupedMatmul("gate_up", dExpandedX, false, dW1, false, dGroupList, 0, dGateUp, stream);
+    if (fail == 0) {
+        ret = aclnnSwiGluGetWorkspaceSize(dGateUp.desc, -1, dAct.desc, &ws, &ex);
+        fail = Run("aclnnSwiGlu", ret, ws, ex, aclnnSwiGlu, stream);
+    }
+    if (fail == 0) fail = GroupedMatmul("down", dAct, false, dW2, false, dGroupList, 0, dY, stream);
+    fail = fail || ToHost(dY, &y);
 
     // ---- forward 3: combine. out = x + sum_k scales * (y[rowIdx[r*K+k]] + bias[expert]) ----
     if (fail == 0) {
@@ -278,26 +372,24 @@ int main(int argc, char** argv) {
                                                             dGradScales.desc, &ws, &ex);
         fail |= Run("aclnnMoeFinalizeRoutingV2Grad", ret, ws, ex, aclnnMoeFinalizeRoutingV2Grad, stream);
     }
-    fail = fail || ToHost(dGradY, &gradY) || ToHost(dGradScales, &gradScales);
+    fail = fail || ToHost(dGradScales, &gradScales);
 
-    // ---- backward 2: experts. dW_e += expandedX[i]^T gradY[i]; gradExpandedX[i] = gradY[i] W_e^T ----
+    // ---- backward 2: experts, in reverse. Input gradients take the weights as transposed views
+    // (W^T without a copy); weight gradients are the K split: the rows of expert e are the inner
+    // dimension of x^T @ grad, so groupType 2 sums each expert's block into its own (E, ., .) slice ----
+    if (fail == 0) fail = GroupedMatmul("grad_act", dGradY, false, dW2, true, dGroupList, 0, dGradAct, stream);
     if (fail == 0) {
-        int64_t start = 0;
-        for (int64_t e = 0; e < E; e++) {
-            for (int64_t i = start; i < start + counts[e]; i++) {
-                for (int64_t h = 0; h < H; h++) {
-                    float acc = 0.0f;
-                    for (int64_t j = 0; j < H; j++) {
-                        acc += gradY[i * H + j] * wExpert[(e * H + h) * H + j];
-                        gradW[(e * H + h) * H + j] += expandedX[i * H + h] * gradY[i * H + j];
-                    }
-                    gradExpandedX[i * H + h] = acc;
-                }
-            }
-            start += counts[e];
-        }
-        fail = ToDevice(gradExpandedX, &dGradExpandedX);
+        ret = aclnnSwiGluGradGetWorkspaceSize(dGradAct.desc, dGateUp.desc, -1, dGradGateUp.desc, &ws, &ex);
+        fail = Run("aclnnSwiGluGrad", ret, ws, ex, aclnnSwiGluGrad, stream);
     }
+    if (fail == 0) {
+        fail = GroupedMatmul("grad_expanded_x", dGradGateUp, false, dW1, true, dGroupList, 0, dGradExpandedX, stream);
+    }
+    if (fail == 0) {
+        fail = GroupedMatmul("grad_w1", dExpandedX, true, dGradGateUp, false, dGroupList, 2, dGradW1, stream);
+    }
+    if (fail == 0) fail = GroupedMatmul("grad_w2", dAct, true, dGradY, false, dGroupList, 2, dGradW2, stream);
+    fail = fail || ToHost(dGradW1, &gradW1) || ToHost(dGradW2, &gradW2);
 
     // ---- backward 3: through the routing (sums each token's K rows), then the residual ----
     if (fail == 0) {
@@ -313,7 +405,8 @@ int main(int argc, char** argv) {
     // ---- float64 reference of the same layer, written per token (no routing at all) ----
     int mismatches = 0;
     if (fail == 0) {
-        std::vector<double> rOut(N * H), rGradX(N * H), rGradW(E * H * H, 0.0), rGradScales(T);
+        std::vector<double> rOut(N * H), rGradX(N * H), rGradW1(E * H * 2 * F, 0.0), rGradW2(E * F * H, 0.0),
+            rGradScales(T), rY(T * H, NAN);
         for (int64_t r = 0; r < N; r++) {
             for (int64_t j = 0; j < H; j++) {
                 rOut[r * H + j] = x[r * H + j];
@@ -321,19 +414,42 @@ int main(int argc, char** argv) {
             }
             for (int64_t k = 0; k < K; k++) {
                 int64_t e = expertIdx[r * K + k];
+                const float* xr = &x[r * H];
+                const float* w1e = &w1[e * H * 2 * F];
+                const float* w2e = &w2[e * F * H];
                 double s = scales[r * K + k], gs = 0.0;
+                // the expert: g = x W1 (2F), act = silu(g[:F]) * g[F:], y = act W2
+                double g[2 * F], sg[F], act[F], ye[H];
+                for (int64_t c = 0; c < 2 * F; c++) {
+                    g[c] = 0.0;
+                    for (int64_t h = 0; h < H; h++) g[c] += static_cast<double>(xr[h]) * w1e[h * 2 * F + c];
+                }
+                for (int64_t f = 0; f < F; f++) {
+                    sg[f] = 1.0 / (1.0 + std::exp(-g[f]));
+                    act[f] = g[f] * sg[f] * g[F + f];
+                }
                 for (int64_t j = 0; j < H; j++) {
-                    double yj = 0.0;
-                    for (int64_t h = 0; h < H; h++) yj += static_cast<double>(x[r * H + h]) * wExpert[(e * H + h) * H + j];
-                    rOut[r * H + j] += s * (yj + bias[e * H + j]);
-                    gs += gradOut[r * H + j] * (yj + bias[e * H + j]);
+                    ye[j] = 0.0;
+                    for (int64_t f = 0; f < F; f++) ye[j] += act[f] * w2e[f * H + j];
+                    if (rowIdx[r * K + k] >= 0 && rowIdx[r * K + k] < T) rY[rowIdx[r * K + k] * H + j] = ye[j];
+                    rOut[r * H + j] += s * (ye[j] + bias[e * H + j]);
+                    gs += gradOut[r * H + j] * (ye[j] + bias[e * H + j]);
                 }
                 rGradScales[r * K + k] = gs;
+                // its backward, from dy = s * gradOut
+                double dy[H], dAct[F], dG[2 * F];
+                for (int64_t j = 0; j < H; j++) dy[j] = s * gradOut[r * H + j];
+                for (int64_t f = 0; f < F; f++) {
+                    dAct[f] = 0.0;
+                    for (int64_t j = 0; j < H; j++) dAct[f] += dy[j] * w2e[f * H + j];
+                    dG[f] = dAct[f] * g[F + f] * sg[f] * (1.0 + g[f] * (1.0 - sg[f]));
+                    dG[F + f] = dAct[f] * g[f] * sg[f];
+                    for (int64_t j = 0; j < H; j++) rGradW2[(e * F + f) * H + j] += act[f] * dy[j];
+                }
                 for (int64_t h = 0; h < H; h++) {
-                    for (int64_t j = 0; j < H; j++) {
-                        double g = s * gradOut[r * H + j];
-                        rGradX[r * H + h] += g * wExpert[(e * H + h) * H + j];
-                        rGradW[(e * H + h) * H + j] += static_cast<double>(x[r * H + h]) * g;
+                    for (int64_t c = 0; c < 2 * F; c++) {
+                        rGradX[r * H + h] += dG[c] * w1e[h * 2 * F + c];
+                        rGradW1[(e * H + h) * 2 * F + c] += static_cast<double>(xr[h]) * dG[c];
                     }
                 }
             }
@@ -373,16 +489,22 @@ int main(int argc, char** argv) {
                 break;
             }
         }
-        mismatches += Compare("out", outHost, rOut, static_cast<int>(K * (H + 2) + 1));
-        mismatches += Compare("grad_scales", gradScales, rGradScales, static_cast<int>(2 * H + 2));
-        mismatches += Compare("grad_x", gradX, rGradX, static_cast<int>(2 * K * H + 2));
-        std::vector<float> gw(gradW.begin(), gradW.end());
-        mismatches += Compare("grad_w", gw, rGradW, static_cast<int>(2 * T + 2));
+        // terms: the lengths of the fp32 sums on each value's path through the layer added up (gate_up H,
+        // down F, grad_act H, grad_expanded_x 2F, the K split T rows), 4 for each SwiGlu(Grad) and 1-2
+        // for each combine step: a first-order estimate, not a proof (see Compare).
+        const int yTerms = static_cast<int>(H + F + 4);
+        mismatches += Compare("expert y", y, rY, yTerms);
+        mismatches += Compare("out", outHost, rOut, static_cast<int>(K * (yTerms + 2) + 1));
+        mismatches += Compare("grad_scales", gradScales, rGradScales, static_cast<int>(yTerms + H + 2));
+        mismatches += Compare("grad_x", gradX, rGradX, static_cast<int>(K * (2 * H + 2 * F + 6) + 2));
+        mismatches += Compare("grad_w1", gradW1, rGradW1, static_cast<int>(T + 2 * H + 6));
+        mismatches += Compare("grad_w2", gradW2, rGradW2, static_cast<int>(T + yTerms + 2));
     }
 
     // ---- release everything ----
-    DeviceTensor* all[] = {&dLogits, &dGateRowIdx, &dX, &dExpertIdx, &dExpandedX, &dRowIdx, &dCounts, &dY, &dBias,
-                           &dScales, &dOut, &dGradOut, &dGradY, &dGradScales, &dGradExpandedX, &dGradX};
+    DeviceTensor* all[] = {&dLogits, &dGateRowIdx, &dX, &dExpertIdx, &dExpandedX, &dRowIdx, &dCounts, &dGroupList,
+                           &dW1, &dW2, &dGateUp, &dAct, &dY, &dBias, &dScales, &dOut, &dGradOut, &dGradY,
+                           &dGradScales, &dGradAct, &dGradGateUp, &dGradExpandedX, &dGradW1, &dGradW2, &dGradX};
     for (DeviceTensor* t : all) Release(t);
     aclrtDestroyStream(stream);
     aclrtResetDevice(deviceId);

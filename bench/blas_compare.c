@@ -8,7 +8,8 @@
  * Not built by CMake (it needs none of moefr):
  *   cc -O2 -o blas_compare bench/blas_compare.c -ldl -lpthread
  *   OMP_NUM_THREADS=1 ./blas_compare /usr/lib/x86_64-linux-gnu/openblas-serial/libopenblas.so.0 \
- *       /usr/lib/x86_64-linux-gnu/blis-serial/libblis.so.4 /usr/lib/x86_64-linux-gnu/libdnnl.so.2 */
+ *       /usr/lib/x86_64-linux-gnu/blis-serial/libblis.so.4 /usr/lib/x86_64-linux-gnu/libdnnl.so.2
+ * (Debian packages libopenblas0-serial, libblis4-serial, libdnnl2.) */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -60,7 +61,8 @@ static void *run(void *arg) {
 }
 
 int main(int argc, char **argv) {
-    static const int shapes[][3] = {{512, 2048, 1024}, {512, 1408, 1024}, {256, 2048, 2816}, {2048, 2048, 2816}};
+    static const int shapes[][3] = {{128, 2048, 1024}, {256, 2048, 1024}, {512, 2048, 1024}, {512, 1408, 1024},
+                                    {256, 2048, 2816}, {2048, 2048, 2816}};
     printf("sgemm GFLOP/s, median of 7 calls; 2 threads: each thread's own calls at once, the sum of both\n");
     printf("%-62s %16s %8s %10s\n", "library", "M x K x N", "1 thread", "2 threads");
     for (int l = 1; l < argc; l++) {

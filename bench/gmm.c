@@ -27,10 +27,7 @@
  * first call; bf16 runs under the same rules (no bias here, so nothing
  * differs for it). The library reads MOEFR_SOC once per process: call
  * bench_gmm before anything else has run an operator. */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE 1 /* dl_iterate_phdr */
-#endif
-#include <link.h>
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, setenv */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,19 +98,6 @@ static peak machine_peak(int threads) {
     pk.mhz = bench_cpu_mhz();
     pk.gflops = (double)pk.cores * pk.units * pk.lanes * 2.0 * pk.mhz * 1e-3;
     return pk;
-}
-
-/* The BLAS the library loaded, by its file name (the library does not export its choice). */
-static int find_blas(struct dl_phdr_info *info, size_t size, void *data) {
-    (void)size;
-    const char *n = info->dlpi_name;
-    const char *base = n ? strrchr(n, '/') : NULL;
-    base = base ? base + 1 : n;
-    if (base && (strstr(base, "blis") || strstr(base, "blas") || strstr(base, "mkl"))) {
-        snprintf(data, 512, "%s", n);
-        return 1;
-    }
-    return 0;
 }
 
 /* ---- one GEMM problem ---- */
@@ -328,8 +312,7 @@ int bench_gmm(int64_t tokens, int reps, int markdown) {
     };
     const int threads = moefrNumThreads();
     const peak pk = machine_peak(threads);
-    char blas[512] = "not found among the loaded objects";
-    dl_iterate_phdr(find_blas, blas);
+    const char *blas = moefrBlas();
     printf("moefr %s, kernel path %s, %d threads: aclnnGroupedMatmulV4 (splitItem 3, equal groups, int64 cumulative group list), "
            "both phases per call, median of %d repeats\n",
            moefrVersion(), moefrIsa(), threads, reps);

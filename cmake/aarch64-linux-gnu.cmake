@@ -18,11 +18,11 @@ set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
 
 # add_test() commands naming a built target, and try_run(), go through this.
-# The guest's libraries come from the sysroot first (LD_LIBRARY_PATH): once a
-# multiarch arm64 package is installed (libblis:arm64 pulls in libc6:arm64),
-# /lib/aarch64-linux-gnu exists on the host and the sysroot's loader would
-# otherwise take that glibc, a different build from its own, and hang in
-# pthread_create. BLIS itself is found by libmoefr's RUNPATH.
+# Programs run against the multiarch arm64 root (/lib/aarch64-linux-gnu, libc6:arm64 and
+# libstdc++6:arm64), which the BLAS's arm64 package brings: with the sysroot as qemu's
+# prefix, the sysroot's loader would find that multiarch glibc before its own (qemu falls
+# back to the host path) and hang in pthread_create on the mix. Building still uses the
+# sysroot; Debian's cross glibc and its arm64 glibc are the same release.
 find_program(MOEFR_QEMU_AARCH64 qemu-aarch64 REQUIRED)
-set(CMAKE_CROSSCOMPILING_EMULATOR
-  ${MOEFR_QEMU_AARCH64};-L;${MOEFR_CROSS_SYSROOT};-E;LD_LIBRARY_PATH=${MOEFR_CROSS_SYSROOT}/lib)
+set(MOEFR_CROSS_RUNROOT / CACHE PATH "aarch64 root qemu loads libraries from")
+set(CMAKE_CROSSCOMPILING_EMULATOR ${MOEFR_QEMU_AARCH64};-L;${MOEFR_CROSS_RUNROOT})

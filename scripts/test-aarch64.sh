@@ -16,7 +16,6 @@ jobs=${3:-2}
 start=$(date +%s)
 lap=$start
 took() { now=$(date +%s); echo "   ($1: $((now - lap)) s)"; lap=$now; }
-sysroot=/usr/aarch64-linux-gnu
 
 # Tests that cannot run under user-mode emulation, and why: every test labelled
 # python (listed from the build below, so a new one is never forgotten).
@@ -36,10 +35,9 @@ skips=$(cd "$arm" && ctest -N -L '^python$' | sed -n 's/^ *Test *#[0-9]*: //p')
 # Programs the tests start themselves (test_install's consumers, the CLI under
 # test_cli.py, test_hostile's log child) go through the emulator as well.
 MOEFR_TEST_EMULATOR=$(command -v qemu-aarch64)
-QEMU_LD_PREFIX=$sysroot
-# the sysroot's glibc before the multiarch one (cmake/aarch64-linux-gnu.cmake says why)
-QEMU_SET_ENV=LD_LIBRARY_PATH=$sysroot/lib
-export MOEFR_TEST_EMULATOR QEMU_LD_PREFIX QEMU_SET_ENV
+# the multiarch arm64 root, not the sysroot (cmake/aarch64-linux-gnu.cmake says why)
+QEMU_LD_PREFIX=/
+export MOEFR_TEST_EMULATOR QEMU_LD_PREFIX
 
 paths=$(cat "$arm/moefr_isa_paths.txt")
 [ -n "$paths" ] || { echo "test-aarch64: $arm/moefr_isa_paths.txt lists no kernel path" >&2; exit 1; }

@@ -17,6 +17,9 @@ extern "C" {
 ACL_FUNC_VISIBILITY const char *moefrVersion(void);
 /* Name of the kernel path in use: "scalar", "avx2", "avx512", ... */
 ACL_FUNC_VISIBILITY const char *moefrIsa(void);
+/* The BLAS behind GroupedMatmul: library, version and the kernel set it
+ * chose for this CPU, e.g. "OpenBLAS 0.3.21 ... (Haswell kernels)". */
+ACL_FUNC_VISIBILITY const char *moefrBlas(void);
 /* Number of threads phase 2 may use (caller included). */
 ACL_FUNC_VISIBILITY int moefrNumThreads(void);
 /* Releases an array returned by aclGetViewShape, aclGetStorageShape or

@@ -44,8 +44,9 @@ aclnnStatus mf_gmm_run(const void *plan, const aclTensor *const *t, void *worksp
 /* Tile shape and scratch for a plan whose shapes, mrows, kmax and pack
  * flags are set (phase 1). */
 void mf_gmm_tiles(gmm_plan *p);
-/* The BLAS reads t (a 2-D matrix, or the 2-D slices of a 3-D one) in place. */
-bool mf_gmm_direct(const aclTensor *t);
+/* The BLAS reads t in place: its rows (all dims but the last) as one matrix,
+ * or for a weight of 3 dims each (K, N) slice. */
+bool mf_gmm_direct(const aclTensor *t, bool weight);
 /* Workspace bytes phase 2 needs for p. */
 uint64_t mf_gmm_workspace(const gmm_plan *p);
 

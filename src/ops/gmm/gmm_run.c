@@ -107,32 +107,63 @@ static inline float load_f32(const char *p, int dtype) {
     }
 }
 
-/* Rows [i0, i0 + rows) and columns [j0, j0 + cols) of m, widened to fp32 into dst (row-major, ld cols). */
-static void pack(const gmm_mat *m, int64_t i0, int64_t rows, int64_t j0, int64_t cols, float *dst) {
-    for (int64_t i = 0; i < rows; i++) {
-        float *d = dst + i * cols;
-        if (m->uniform) {
-            const char *p = m->base + ((i0 + i) * m->rs + j0 * m->cs) * m->es;
-            const int64_t step = m->cs * m->es;
-            if (m->dtype == ACL_FLOAT && m->cs == 1) {
-                memcpy(d, p, (size_t)cols * 4);
-            } else if (m->dtype == ACL_BF16 && m->cs == 1) {
-                for (int64_t j = 0; j < cols; j++) {
-                    uint16_t h;
-                    memcpy(&h, p + 2 * j, 2);
-                    d[j] = mf_bf16_to_f32(h);
-                }
-            } else {
-                for (int64_t j = 0; j < cols; j++) d[j] = load_f32(p + j * step, m->dtype);
-            }
-        } else {
-            for (int64_t j = 0; j < cols; j++) d[j] = load_f32(mat_at(m, i0 + i, j0 + j), m->dtype);
+/* n elements of dtype at p, step bytes apart, widened exactly to fp32 at d
+ * (dstep floats apart). One loop per dtype, so the conversion is not
+ * re-decided per element. */
+static void widen(const char *p, int64_t step, int dtype, int64_t n, float *d, int64_t dstep) {
+    uint16_t h;
+    switch (dtype) {
+    case ACL_FLOAT:
+        for (int64_t j = 0; j < n; j++) memcpy(&d[j * dstep], p + j * step, 4);
+        break;
+    case ACL_BF16:
+        for (int64_t j = 0; j < n; j++) {
+            memcpy(&h, p + j * step, 2);
+            d[j * dstep] = mf_bf16_to_f32(h);
         }
+        break;
+    default:
+        for (int64_t j = 0; j < n; j++) {
+            memcpy(&h, p + j * step, 2);
+            d[j * dstep] = mf_f16_to_f32(h);
+        }
+        break;
     }
 }
 
-/* The BLAS can read m in place: fp32, one of its strides 1. */
-static bool direct(const gmm_mat *m) { return m->dtype == ACL_FLOAT && m->uniform && (m->cs == 1 || m->rs == 1); }
+/* Rows [i0, i0 + rows) and columns [j0, j0 + cols) of m, widened to fp32
+ * into dst (row-major, ld cols), reading m in its own order: row by row when
+ * its rows are contiguous, column by column when its columns are (a
+ * transposed view: the reads stream, the writes land in cache-resident
+ * columns of dst), element by element otherwise. */
+static void pack(const gmm_mat *m, int64_t i0, int64_t rows, int64_t j0, int64_t cols, float *dst) {
+    if (m->uniform && m->cs == 1) {
+        for (int64_t i = 0; i < rows; i++)
+            widen(m->base + ((i0 + i) * m->rs + j0) * m->es, m->es, m->dtype, cols, dst + i * cols, 1);
+    } else if (m->uniform && m->rs == 1) {
+        for (int64_t j = 0; j < cols; j++)
+            widen(m->base + (i0 + (j0 + j) * m->cs) * m->es, m->es, m->dtype, rows, dst + j, cols);
+    } else if (m->uniform) {
+        for (int64_t i = 0; i < rows; i++)
+            widen(m->base + ((i0 + i) * m->rs + j0 * m->cs) * m->es, m->cs * m->es, m->dtype, cols, dst + i * cols, 1);
+    } else {
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t j = 0; j < cols; j++) dst[i * cols + j] = load_f32(mat_at(m, i0 + i, j0 + j), m->dtype);
+    }
+}
+
+/* The BLAS can read a rows x cols matrix with these strides in place: row-
+ * or column-major with a leading dimension cblas accepts, in int range
+ * (src/blas/gemm.h). mf_gmm_direct asks the same of a whole tensor in
+ * phase 1; a group's matrix is never larger, so what phase 1 found direct
+ * stays direct here (and what it did not has its pack scratch). */
+static bool ld_ok(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+    if (rs > INT32_MAX || cs > INT32_MAX || rs < 0 || cs < 0) return false;
+    return (cs == 1 && (rs >= cols || rows == 1)) || (rs == 1 && (cs >= rows || cols == 1));
+}
+static bool direct(const gmm_mat *m, int64_t rows, int64_t cols) {
+    return m->dtype == ACL_FLOAT && m->uniform && ld_ok(rows, cols, m->rs, m->cs);
+}
 
 static void store(const gmm_mat *c, int64_t i0, int64_t rows, int64_t j0, int64_t cols, const float *src) {
     for (int64_t i = 0; i < rows; i++) {
@@ -190,13 +221,13 @@ static void gmm_tile(const gmm_ctx *c, int64_t tile, float *sc, int64_t *cached)
     }
     const float *A, *B;
     int64_t rsa, csa, rsb, csb;
-    if (direct(&g->a)) {
+    if (direct(&g->a, rows, g->k)) {
         A = (const float *)mat_at(&g->a, i0, 0), rsa = g->a.rs, csa = g->a.cs;
     } else {
         pack(&g->a, i0, rows, 0, g->k, abuf);
         A = abuf, rsa = g->k, csa = 1;
     }
-    if (direct(&g->b)) {
+    if (direct(&g->b, g->k, cols)) {
         B = (const float *)mat_at(&g->b, 0, j0), rsb = g->b.rs, csb = g->b.cs;
     } else {
         if (cached[0] != lo || cached[1] != panel) { /* the panel this worker packed last */
@@ -388,11 +419,14 @@ void mf_gmm_tiles(gmm_plan *p) {
     p->nt = nt;
 }
 
-bool mf_gmm_direct(const aclTensor *t) {
+bool mf_gmm_direct(const aclTensor *t, bool weight) {
     int64_t rs = 0;
-    if (t->dtype != ACL_FLOAT) return false;
-    if (t->ndim == 3) return t->strides[2] == 1 || t->strides[1] == 1;
-    return rows_collapse(t, &rs) && (t->strides[t->ndim - 1] == 1 || rs == 1);
+    if (t->dtype != ACL_FLOAT || t->ndim < 2) return false;
+    const int64_t cols = t->dims[t->ndim - 1];
+    if (weight && t->ndim == 3) /* one (E, K, N) weight: phase 2 reads its (K, N) slices */
+        return ld_ok(t->dims[1], cols, t->strides[1], t->strides[2]);
+    if (!rows_collapse(t, &rs)) return false;
+    return ld_ok(cols ? t->numel / cols : 0, cols, rs, t->strides[t->ndim - 1]);
 }
 
 uint64_t mf_gmm_workspace(const gmm_plan *p) {

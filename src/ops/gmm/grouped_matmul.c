@@ -412,8 +412,8 @@ static aclnnStatus gmm_phase1(const gmm_call *c, gmm_plan *p) {
     p->E = E, p->M = M, p->K = K, p->N = N;
     p->mrows = mrows, p->kmax = kmax;
     p->dtype = dt, p->bias_dtype = bdt;
-    for (uint64_t i = 0; i < nx; i++) p->pack_a |= !mf_gmm_direct(item(c->x, i));
-    for (uint64_t i = 0; i < nw; i++) p->pack_b |= !mf_gmm_direct(item(c->weight, i));
+    for (uint64_t i = 0; i < nx; i++) p->pack_a |= !mf_gmm_direct(item(c->x, i), false);
+    for (uint64_t i = 0; i < nw; i++) p->pack_b |= !mf_gmm_direct(item(c->weight, i), true);
     bool empty = true;
     for (uint64_t i = 0; i < nx; i++) empty &= item(c->x, i)->numel == 0;
     p->empty = empty;

@@ -435,6 +435,10 @@ static void validation(void) {
     const int64_t good[2] = {3, 8}, down[2] = {5, 3}, over[2] = {3, 9}, neg[2] = {-1, 4}, kl[2] = {1, 4};
     aclTensor *gl = i64_tensor(good, 2, &k1), *gdown = i64_tensor(down, 2, &k2), *gover = i64_tensor(over, 2, &k3),
               *gneg = i64_tensor(neg, 2, &k4), *g3 = i64_tensor(good, 1, &k5), *gk = i64_tensor(kl, 2, &k6);
+    /* an out whose rows share memory (row stride 0): refused, nothing written */
+    const int64_t ovd[2] = {8, 6}, ovs[2] = {0, 1}, ovsd[1] = {6};
+    aclTensor *ovt = aclCreateTensor(ovd, 2, ACL_FLOAT16, ovs, 0, ACL_FORMAT_ND, ovsd, 1, y.buf);
+    aclTensorList *lyov = list1(ovt);
     int32_t gi32[2] = {3, 8};
     aclTensor *g32 = tu_mk(1, 2, 1, 1, ACL_INT32, gi32);
     aclTensorList *lx = list1(dupm(&x)), *lw = list1(dupm(&w)), *lb = list1(dupm(&b)), *ly = list1(dupo(&y)),
@@ -473,6 +477,7 @@ static void validation(void) {
         {__LINE__, g_a2 ? ACLNN_SUCCESS : ACLNN_ERR_PARAM_INVALID, lx32, lw32, NULL, ly32, gl, 3, 0, 0, 0, false,
          g_a2 ? NULL : "FLOAT32"},
         {__LINE__, ACLNN_SUCCESS, lxt, lwk, NULL, lyk, gk, 3, 2, 0, 0, false, NULL},
+        {__LINE__, ACLNN_ERR_PARAM_INVALID, lx, lw, NULL, lyov, gl, 3, 0, 0, 0, false, "share memory"},
         {__LINE__, ACLNN_SUCCESS, lx, lw, lb, ly, gl, 3, 0, 0, 0, false, NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -516,7 +521,7 @@ static void validation(void) {
         }
     }
     CHECK(tu_all_poison(y.buf, (size_t)y.n * 2 + TU_GUARD), "short workspace: out written");
-    aclTensorList *all[] = {lx, lw, lb, ly, lyw, lxt, lwk, lyk, lbf, lx32, lw32, ly32, empty};
+    aclTensorList *all[] = {lx, lw, lb, ly, lyw, lxt, lwk, lyk, lbf, lx32, lw32, ly32, empty, lyov};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) aclDestroyTensorList(all[i]);
     aclTensor *ts[] = {gl, gdown, gover, gneg, g3, g32, gk};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) tu_destroy(ts[i]);

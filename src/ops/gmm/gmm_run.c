@@ -275,12 +275,13 @@ static aclnnStatus group_ends(const gmm_plan *p, const int64_t *v, int64_t n, in
                               int64_t *ends) {
     ends[0] = 0;
     for (int64_t i = 0; i < n; i++) {
-        const int64_t e = p->list_type == 0 ? v[i] : ends[i] + v[i];
         if ((p->list_type == 0 && v[i] < ends[i]) || (p->list_type == 1 && v[i] < 0))
             return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: groupList[%lld] = %lld %s", p->op, (long long)i,
                            (long long)v[i], p->list_type == 0 ? "is below the entry before it (cumulative ends)"
                                                               : "is negative (counts)");
-        if (v[i] > limit || e > limit || e < 0)
+        /* v[i] and ends[i] are in [0, limit] here: the sum cannot overflow once v[i] <= limit */
+        const int64_t e = v[i] > limit ? v[i] : p->list_type == 0 ? v[i] : ends[i] + v[i];
+        if (e > limit)
             return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: groupList covers %lld %s at entry %lld, beyond the %lld %s has",
                            p->op, (long long)e, what, (long long)i, (long long)limit, what);
         ends[i + 1] = e;

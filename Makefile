@@ -18,7 +18,7 @@ CMAKE_FLAGS ?=
 PY      := /usr/bin/python3
 
 # Packages `make` itself needs, and packages the test suite needs on top.
-BUILD_DEPS := cmake gcc g++ make pkg-config libopenblas-serial-dev
+BUILD_DEPS := cmake gcc g++ make pkg-config libblis-serial-dev
 TEST_DEPS  := python3 python3-numpy python3-torch valgrind binutils
 
 EXAMPLE_BUILD := $(BUILD)/example
@@ -141,7 +141,7 @@ TSAN_TESTS += test_host_api
 # cannot run are skipped by name, with the reason printed), then compares
 # tests/xarch_hash's output hashes on x86 and under qemu (scripts/test-aarch64.sh).
 ARM_BUILD ?= build-aarch64
-ARM_DEPS  := gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libopenblas-serial-dev:arm64 libstdc++6:arm64
+ARM_DEPS  := gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libblis-serial-dev:arm64 libstdc++6:arm64
 .PHONY: test-aarch64
 check: test-aarch64
 

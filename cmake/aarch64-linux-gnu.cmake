@@ -19,7 +19,7 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
 
 # add_test() commands naming a built target, and try_run(), go through this.
 # Programs run against the multiarch arm64 root (/lib/aarch64-linux-gnu, libc6:arm64 and
-# libstdc++6:arm64), which the BLAS's arm64 package brings: with the sysroot as qemu's
+# libstdc++6:arm64), which the BLAS's arm64 package (libblis) brings: with the sysroot as qemu's
 # prefix, the sysroot's loader would find that multiarch glibc before its own (qemu falls
 # back to the host path) and hang in pthread_create on the mix. Building still uses the
 # sysroot; Debian's cross glibc and its arm64 glibc are the same release.

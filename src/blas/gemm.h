@@ -1,6 +1,6 @@
 /* gemm.h - the one matrix product moefr takes from a BLAS library (chosen
- * by measurement: docs/BENCHMARKS.md, "GroupedMatmul: which BLAS"; OpenBLAS,
- * gemm_openblas.c). Called from moefr's own pool workers, one call per output
+ * by measurement: docs/BENCHMARKS.md, "GroupedMatmul: which BLAS"; BLIS,
+ * gemm_blis.c). Called from moefr's own pool workers, one call per output
  * tile: the library's serial build, reentrant, so moefr's threads are the
  * only threads. */
 #ifndef MOEFR_BLAS_GEMM_H_

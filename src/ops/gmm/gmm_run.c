@@ -48,7 +48,7 @@ static bool rows_collapse(const aclTensor *t, int64_t *rs) {
         if (have && t->strides[d] != want) return false;
         if (!have) *rs = t->strides[d];
         have = true;
-        want = t->strides[d] * t->dims[d];
+        if (__builtin_mul_overflow(t->strides[d], t->dims[d], &want)) return false; /* (an empty view's) */
     }
     return true;
 }

@@ -24,7 +24,7 @@ def moe_finalize_routing(expanded_x, expanded_row_idx, x1=None, x2=None, bias=No
     With torch tensors the result is differentiable: expanded_x and scales get their
     gradients from aclnnMoeFinalizeRoutingV2Grad, x1 and x2 get grad_out, bias gets the
     deterministic per-expert sum of scales * grad_out. Numpy arrays in give a numpy array
-    out (no autograd). Raises MoefrError (a ValueError) with the library's message."""
+    out (no autograd). Raises MoefrError (a ValueError and a RuntimeError) with the library's message."""
     args = (expanded_x, expanded_row_idx, x1, x2, bias, scales, expert_idx)
     if any(_views.is_torch(a) for a in args):
         from . import _autograd

@@ -16,8 +16,10 @@ ACL_MEM_MALLOC_HUGE_FIRST = 0
 _c_i64p = ctypes.POINTER(ctypes.c_int64)
 
 
-class MoefrError(ValueError):
-    """A status from libmoefr; str() is the library's message, .status its code."""
+class MoefrError(ValueError, RuntimeError):
+    """A status from libmoefr; str() is the library's message, .status its code. Both a ValueError
+    (moefr's own API has always raised that) and a RuntimeError (what torch_npu raises for the same
+    refusals, so code written `except RuntimeError` for the NPU catches it too)."""
 
     def __init__(self, message, status=None, function=None):
         super().__init__(message)

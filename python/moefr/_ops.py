@@ -56,7 +56,7 @@ def moe_finalize_routing_grad(grad_y, expanded_row_idx, expanded_x=None, scales=
     scales, expert_idx (R, K); bias (E, H). Returns (grad_expanded_x, grad_scales), new
     arrays of grad_y's kind (numpy or torch); grad_scales is zeros (R, 1) in grad_y's dtype
     when scales is None. Inputs may be strided views; the library reads them in place.
-    Raises MoefrError (a ValueError) with the library's message when it rejects the call."""
+    Raises MoefrError (a ValueError and a RuntimeError) with the library's message when it rejects the call."""
     lib = _lib.library()
     gy = _views.as_input(grad_y, "grad_y")
     idx = _views.as_input(expanded_row_idx, "expanded_row_idx")

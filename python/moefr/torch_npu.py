@@ -13,7 +13,7 @@ aclnnMoeInitRoutingV2Grad) and npu_moe_finalize_routing (expanded_permuted_rows,
 scales, through aclnnMoeFinalizeRoutingV2Grad). Where torch_npu's wrapper differs from the aclnn
 operator (npu_moe_init_routing_v2 is aclnnMoeInitRoutingV3's interface), the wrapper is followed and
 translated onto the operator moefr has. npu_moe_init_routing (the first version) has no gradient,
-in torch_npu or here. Errors: MoefrError (a ValueError) carrying the library's
+in torch_npu or here. Errors: MoefrError (a ValueError and a RuntimeError) carrying the library's
 message, or ValueError/TypeError for what torch_npu's wrapper itself rejects."""
 
 import torch

@@ -173,6 +173,9 @@ class GroupedMatmul(unittest.TestCase):
             torch_npu.npu_grouped_matmul([x], [w], scale=[torch.ones(5)], group_list=gl, split_item=3, group_type=0)
         with self.assertRaises(torch_npu.MoefrError):  # the library: a decreasing cumulative list
             torch_npu.npu_grouped_matmul([x], [w], group_list=torch.tensor([3, 2]), split_item=3, group_type=0)
+        with self.assertRaises(RuntimeError):  # torch_npu raises RuntimeError: MoefrError is one
+            torch_npu.npu_grouped_matmul([x], [w], group_list=torch.tensor([3, 2]), split_item=3, group_type=0)
+        self.assertTrue(issubclass(torch_npu.MoefrError, ValueError) and issubclass(torch_npu.MoefrError, RuntimeError))
         if not A2:
             with self.assertRaisesRegex(torch_npu.MoefrError, "FLOAT32"):
                 torch_npu.npu_grouped_matmul([x.float()], [w.float()], group_list=gl, split_item=3, group_type=0)

@@ -74,14 +74,23 @@ class _Unpermute(torch.autograd.Function):
         out = _routing.token_unpermute(permuted, sorted_indices, probs, padded_mode, restore_shape)
         ctx.padded, ctx.restore = padded_mode, restore_shape
         ctx.has_probs = probs is not None
-        ctx.save_for_backward(permuted, sorted_indices, probs if probs is not None else permuted.new_empty(0))
+        # Without probs the backward needs only permuted_tokens' shape and dtype (torch_npu saves
+        # nothing of it either): keep no reference to its memory.
+        ctx.shape, ctx.dtype = tuple(permuted.shape), permuted.dtype
+        if ctx.has_probs:
+            ctx.save_for_backward(permuted, sorted_indices, probs)
+        else:
+            ctx.save_for_backward(sorted_indices)
         return out
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad):
-        permuted, sorted_indices, probs = ctx.saved_tensors
-        probs = probs if ctx.has_probs else None
+        if ctx.has_probs:
+            permuted, sorted_indices, probs = ctx.saved_tensors
+        else:  # a stand-in of the right shape and dtype, no memory: the operator reads no rows of it
+            (sorted_indices,) = ctx.saved_tensors
+            permuted, probs = torch.zeros((), dtype=ctx.dtype).expand(ctx.shape), None
         gp, gprob = _routing.token_unpermute_grad(permuted, grad.contiguous(), sorted_indices, probs,
                                                   ctx.padded, ctx.restore, permuted.shape[0], permuted.dtype)
         return (gp if ctx.needs_input_grad[0] else None, None,

@@ -208,7 +208,8 @@ def npu_moe_init_routing_v2(x, expert_idx, *, scale=None, offset=None, active_nu
         expanded_scale[idx[j].long()] = scale.to(torch.float32)[j // K]
     if row_idx_type == 1:
         gather = torch.full((T,), -1, dtype=torch.int32)
-        j = torch.nonzero(idx < rows).reshape(-1) if drop_pad_mode == 0 else torch.arange(T)
+        # slots with a row (not -1, not past the rows kept): a -1 must not index from the end
+        j = torch.nonzero((idx >= 0) & (idx < rows)).reshape(-1) if drop_pad_mode == 0 else torch.arange(T)
         gather[idx[j].long()] = j.to(torch.int32)
         idx = gather
     return ex, idx, tokens, expanded_scale

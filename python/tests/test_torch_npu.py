@@ -346,5 +346,17 @@ class Signatures(unittest.TestCase):
             self.assertIn(name, torch_npu.__all__)
 
 
+class GatherIndexTail(unittest.TestCase):
+    def test_row_idx_type_1_narrow_range_ends_in_minus_one(self):
+        # issue 22 difference 2: slots outside active_expert_range have no row; the gather index
+        # (row -> slot) has -1 for rows nobody fills, and a -1 slot index must not wrap to the end
+        x = torch.randn(4, 3)
+        ids = torch.tensor([[0, 3], [1, 2], [3, 0], [2, 1]], dtype=torch.int32)
+        _, ri, _, _ = torch_npu.npu_moe_init_routing_v2(x, ids, active_num=8, expert_num=4,
+                                                        active_expert_range=[0, 2], row_idx_type=1)
+        # experts 0 and 1 in stable order: rows 0, 1 <- slots 0, 5 (expert 0); rows 2, 3 <- slots 2, 7
+        self.assertEqual(ri.tolist(), [0, 5, 2, 7, -1, -1, -1, -1])
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

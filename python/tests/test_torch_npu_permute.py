@@ -108,6 +108,21 @@ class Unpermute(unittest.TestCase):
                         err = (probs.grad.double() - pr64.grad).abs().max().item()
                         self.assertLessEqual(err, H * 2.0 ** -22 * mag, (N, K, E, H, M))
 
+    def test_no_probs_keeps_no_tokens(self):
+        # torch_npu (issue 22, difference 3): without probs the backward saves nothing of
+        # permuted_tokens; the gradient is the same (each slot's row gets grad_out of its token)
+        x = torch.randn(7, 5)
+        idx = torch.tensor([[0], [3], [1], [0], [2], [1], [3]])
+        p, si = torch_npu.npu_moe_token_permute(x, idx)
+        p = p.detach().requires_grad_()
+        out = torch_npu.npu_moe_token_unpermute(p, si)
+        self.assertFalse(any(t.data_ptr() == p.data_ptr() for t in out.grad_fn.saved_tensors))
+        g = torch.randn(7, 5)
+        out.backward(g)
+        want = torch.empty_like(g)
+        want[si.long()] = g  # slot r (K = 1) sits at row si[r]
+        self.assertTrue(torch.equal(p.grad, want))
+
     def test_round_trip(self):
         """permute then unpermute with probs of 1 gives each token back K times (a chain check)."""
         for (N, K, E, H) in cases():

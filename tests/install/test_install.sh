@@ -147,6 +147,10 @@ step "set_env.sh: sourced like CANN's"
   . "$prefix/set_env.sh"
   [ "$ASCEND_HOME_PATH" = "$prefix" ] || fail "set_env.sh: ASCEND_HOME_PATH=$ASCEND_HOME_PATH"
   [ "$ASCEND_TOOLKIT_HOME" = "$prefix" ] || fail "set_env.sh: ASCEND_TOOLKIT_HOME=$ASCEND_TOOLKIT_HOME"
+  [ "$ASCEND_OPP_PATH" = "$prefix" ] || fail "set_env.sh: ASCEND_OPP_PATH=$ASCEND_OPP_PATH"
+  [ "$ASCEND_CUSTOM_PATH" = "$prefix" ] || fail "set_env.sh: ASCEND_CUSTOM_PATH=$ASCEND_CUSTOM_PATH"
+  got=$(env -i bash -c ". '$prefix/bin/setenv.bash' && echo \$ASCEND_HOME_PATH:\$ASCEND_OPP_PATH")
+  [ "$got" = "$prefix:$prefix" ] || fail "bin/setenv.bash: ASCEND_HOME_PATH:ASCEND_OPP_PATH=$got"
   case ":$LD_LIBRARY_PATH:" in *":$lib:"*) ;; *) fail "set_env.sh: LD_LIBRARY_PATH=$LD_LIBRARY_PATH" ;; esac
   case ":$PATH:" in *":$prefix/bin:"*) ;; *) fail "set_env.sh: PATH=$PATH" ;; esac
   case ":$PYTHONPATH:" in *":$prefix/lib/python3/dist-packages:"*) ;; *) fail "set_env.sh: PYTHONPATH=$PYTHONPATH" ;; esac

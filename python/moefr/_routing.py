@@ -65,29 +65,9 @@ def _int_array_api(lib):
 
 def run(name, *args):
     """Runs aclnn operator `name`: tensors (or None) become aclTensor views, lists/tuples of ints
-    become aclIntArray, other values pass as they are; everything is released on every path."""
-    lib, p1, p2 = _functions(name)
-    arrays = []
-    with _views.Descriptors(lib) as d:
-        try:
-            cargs = []
-            for i, a in enumerate(args):
-                if a is None or isinstance(a, torch.Tensor):
-                    cargs.append(d.make(a.detach() if a is not None else None, "%s arg %d" % (name, i)))
-                elif isinstance(a, (list, tuple)):
-                    _int_array_api(lib)
-                    vals = (_i64 * max(1, len(a)))(*[int(v) for v in a])
-                    h = lib.aclCreateIntArray(vals, len(a))
-                    if not h:
-                        raise _lib.MoefrError("moefr: aclCreateIntArray: %s" % _lib.last_error(lib))
-                    arrays.append(h)
-                    cargs.append(h)
-                else:
-                    cargs.append(a)
-            _lib.run_two_phase(lib, p1, p2, tuple(cargs), name)
-        finally:
-            for h in arrays:
-                lib.aclDestroyIntArray(h)
+    become aclIntArray, TensorList arguments aclTensorList, other values pass as they are;
+    everything is released on every path (run_lists below)."""
+    run_lists(name, *args)
 
 
 def empty(shape, dtype):

@@ -28,6 +28,8 @@ int bench_cpuinfo(const char *key, char *v, size_t n);
 const char *bench_cpu(void);
 /* /proc/cpuinfo's "cpu MHz": the kernel's nominal figure, not a measured clock; 0 if absent. */
 double bench_cpu_mhz(void);
+/* The median of v[0..n) (sorts v in place; the mean of the two middle values when n is even). */
+double bench_median(double *v, int n);
 /* The access-pattern ceilings (ceiling.c) of shape R, K, H with elements of es bytes. */
 int bench_ceilings(int64_t R, int64_t K, int64_t H, size_t es, const char *dtype, int threads, int reps, int markdown);
 

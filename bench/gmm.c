@@ -238,14 +238,6 @@ static double gp_run(gp *p, int row, double *cpu) {
     return t;
 }
 
-static int cmp_d(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof v[0], cmp_d);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 /* ---- the shapes ---- */
 typedef struct moe_shape {
@@ -279,8 +271,8 @@ static int gemm_rows(const moe_shape *s, const char *gemm, int64_t K, int64_t N,
     snprintf(shape, sizeof shape, "E=%lld M=%lld K=%lld N=%lld", (long long)s->E, (long long)M, (long long)K,
              (long long)N);
     for (int r = 0; r < NROWS; r++) {
-        const double ms = median(t[r], reps) * 1e3, gf = flop / (ms * 1e-3) / 1e9;
-        const double rt = median(ratio[r], reps), cgf = flop / median(cpu[r], reps) / 1e9;
+        const double ms = bench_median(t[r], reps) * 1e3, gf = flop / (ms * 1e-3) / 1e9;
+        const double rt = bench_median(ratio[r], reps), cgf = flop / bench_median(cpu[r], reps) / 1e9;
         char pct[16] = "-", rs[16] = "-", cpct[16] = "-";
         if (pk->gflops > 0) snprintf(pct, sizeof pct, "%.0f%%", 100.0 * gf / pk->gflops);
         if (pk->gflops > 0) snprintf(cpct, sizeof cpct, "%.0f%%", 100.0 * cgf / (pk->gflops / pk->cores));

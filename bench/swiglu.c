@@ -21,14 +21,6 @@
 #include "bench/bench.h"
 #include "moefr/moefr.h"
 
-static int cmp_d(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof v[0], cmp_d);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 /* Both phases of one call (grad 0: SwiGlu, 1: SwiGluGrad); seconds, or -1. */
 static double call(int grad, const aclTensor *x, const aclTensor *dy, const aclTensor *out) {
@@ -117,7 +109,7 @@ int bench_swiglu(int quick, int reps, int markdown) {
                 fails++;
                 continue;
             }
-            const double t = median(op, reps), c = median(cp, reps), ratio = median(pr, reps);
+            const double t = bench_median(op, reps), c = bench_median(cp, reps), ratio = bench_median(pr, reps);
             const char *name = grad ? "aclnnSwiGluGrad" : "aclnnSwiGlu", *dn = d ? "bf16" : "fp32";
             if (markdown)
                 printf("| %s | %lld,%lld | %s | %.3f | %.1f | %.1f | %.2f |\n", name, (long long)R, (long long)(2 * F), dn,

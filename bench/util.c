@@ -110,3 +110,12 @@ double bench_cpu_mhz(void) {
     char v[64];
     return bench_cpuinfo("cpu MHz", v, sizeof v) == 0 ? atof(v) : 0.0;
 }
+
+static int cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+double bench_median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof v[0], cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}

@@ -44,6 +44,64 @@ mf_small mf_small_of(const aclTensor *t) {
     return v;
 }
 
+void mf_widen_f32(const char *p, int64_t step, int dtype, int64_t n, float *d, int64_t dstep) {
+    uint16_t h;
+    switch (dtype) {
+    case ACL_FLOAT:
+        if (step == 4 && dstep == 1) memcpy(d, p, (size_t)n * 4);
+        else
+            for (int64_t j = 0; j < n; j++) memcpy(&d[j * dstep], p + j * step, 4);
+        break;
+    case ACL_BF16:
+        if (step == 2 && dstep == 1) /* contiguous: a loop the compiler vectorizes */
+            for (int64_t j = 0; j < n; j++) {
+                memcpy(&h, p + 2 * j, 2);
+                d[j] = mf_bf16_to_f32(h);
+            }
+        else
+            for (int64_t j = 0; j < n; j++) {
+                memcpy(&h, p + j * step, 2);
+                d[j * dstep] = mf_bf16_to_f32(h);
+            }
+        break;
+    default:
+        for (int64_t j = 0; j < n; j++) {
+            memcpy(&h, p + j * step, 2);
+            d[j * dstep] = mf_f16_to_f32(h);
+        }
+        break;
+    }
+}
+
+void mf_narrow_f32(char *p, int64_t step, int dtype, int64_t n, const float *s) {
+    uint16_t h;
+    switch (dtype) {
+    case ACL_FLOAT:
+        if (step == 4) memcpy(p, s, (size_t)n * 4);
+        else
+            for (int64_t j = 0; j < n; j++) memcpy(p + j * step, &s[j], 4);
+        break;
+    case ACL_BF16:
+        if (step == 2) /* contiguous: a loop the compiler vectorizes */
+            for (int64_t j = 0; j < n; j++) {
+                h = mf_f32_to_bf16(s[j]);
+                memcpy(p + 2 * j, &h, 2);
+            }
+        else
+            for (int64_t j = 0; j < n; j++) {
+                h = mf_f32_to_bf16(s[j]);
+                memcpy(p + j * step, &h, 2);
+            }
+        break;
+    default:
+        for (int64_t j = 0; j < n; j++) {
+            h = mf_f32_to_f16(s[j]);
+            memcpy(p + j * step, &h, 2);
+        }
+        break;
+    }
+}
+
 mf_dt mf_dt_of(int dtype) {
     switch (dtype) {
     case ACL_FLOAT: return MF_F32;

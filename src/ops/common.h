@@ -74,6 +74,13 @@ static inline float mf_small_f32(const mf_small *v, int64_t i, int64_t k) {
     }
 }
 
+/* n elements of dtype (FLOAT, FLOAT16, BF16) at p, step bytes apart, widened
+ * exactly to fp32 at d[j * dstep]; one loop per dtype. */
+void mf_widen_f32(const char *p, int64_t step, int dtype, int64_t n, float *d, int64_t dstep);
+/* n fp32 values s[j], rounded once (to nearest even) to dtype and stored at
+ * p + j * step. */
+void mf_narrow_f32(char *p, int64_t step, int dtype, int64_t n, const float *s);
+
 /* Output bytes above which stores go around the caches (streaming): the
  * L3 size, capped at 32 MiB; nobody reads such outputs soon enough. */
 int64_t mf_nt_threshold(void);

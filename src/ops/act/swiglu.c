@@ -84,35 +84,6 @@ static sg_view sg_view_of(const aclTensor *t, int dim, int64_t h) {
     return v;
 }
 
-static void sg_load(const char *p, int dtype, int64_t n, float *dst) {
-    if (dtype == ACL_FLOAT) {
-        memcpy(dst, p, (size_t)n * 4);
-        return;
-    }
-    for (int64_t k = 0; k < n; k++) {
-        uint16_t h;
-        memcpy(&h, p + 2 * k, 2);
-        dst[k] = dtype == ACL_BF16 ? mf_bf16_to_f32(h) : mf_f16_to_f32(h);
-    }
-}
-
-static float sg_load1(const char *p, int dtype) {
-    float f;
-    sg_load(p, dtype, 1, &f);
-    return f;
-}
-
-static void sg_store(char *p, int dtype, int64_t n, const float *src) {
-    if (dtype == ACL_FLOAT) {
-        memcpy(p, src, (size_t)n * 4);
-        return;
-    }
-    for (int64_t k = 0; k < n; k++) {
-        const uint16_t h = dtype == ACL_BF16 ? mf_f32_to_bf16(src[k]) : mf_f32_to_f16(src[k]);
-        memcpy(p + 2 * k, &h, 2);
-    }
-}
-
 /* Elements [c0, c0 + n) of row r's half `which` (0: A, 1: B), widened to
  * fp32 into dst[0..n) and zeros up to the next multiple of 8. */
 static void sg_gather(const sg_view *v, int64_t r, int which, int64_t c0, int64_t n, float *dst) {
@@ -122,7 +93,7 @@ static void sg_gather(const sg_view *v, int64_t r, int which, int64_t c0, int64_
         r /= v->osz[i];
     }
     if (v->dense) {
-        sg_load(p + c0 * v->es, v->dtype, n, dst);
+        mf_widen_f32(p + c0 * v->es, v->es, v->dtype, n, dst, 1);
     } else {
         int64_t idx[MF_MAX_DIMS], c = c0;
         for (int i = v->ni - 1; i >= 0; i--) {
@@ -131,7 +102,7 @@ static void sg_gather(const sg_view *v, int64_t r, int which, int64_t c0, int64_
             p += idx[i] * v->ist[i];
         }
         for (int64_t k = 0; k < n; k++) {
-            dst[k] = sg_load1(p, v->dtype);
+            mf_widen_f32(p, 0, v->dtype, 1, &dst[k], 1);
             for (int i = v->ni - 1; i >= 0; i--) { /* odometer: next element in row-major order */
                 p += v->ist[i];
                 if (++idx[i] < v->isz[i]) break;
@@ -164,13 +135,13 @@ static void sg_units(void *ctxp, int64_t u0, int64_t u1) {
         sg_gather(&c->x, r, 1, c0, n, b);
         if (!p->grad) {
             c->fwd(a, b, o, np);
-            sg_store(c->out + (r * p->inner + c0) * c->es, c->dtype, n, o);
+            mf_narrow_f32(c->out + (r * p->inner + c0) * c->es, c->es, c->dtype, n, o);
         } else {
             sg_gather(&c->dy, r, 0, c0, n, g);
             c->bwd(a, b, g, o, ob, np);
             char *row = c->out + r * 2 * p->inner * c->es;
-            sg_store(row + c0 * c->es, c->dtype, n, o);
-            sg_store(row + (p->inner + c0) * c->es, c->dtype, n, ob);
+            mf_narrow_f32(row + c0 * c->es, c->es, c->dtype, n, o);
+            mf_narrow_f32(row + (p->inner + c0) * c->es, c->es, c->dtype, n, ob);
         }
     }
 }

@@ -97,40 +97,6 @@ static const char *mat_at(const gmm_mat *m, int64_t i, int64_t j) {
     return (const char *)t->data + off * m->es;
 }
 
-static inline float load_f32(const char *p, int dtype) {
-    float f;
-    uint16_t h;
-    switch (dtype) {
-    case ACL_FLOAT: memcpy(&f, p, 4); return f;
-    case ACL_FLOAT16: memcpy(&h, p, 2); return mf_f16_to_f32(h);
-    default: memcpy(&h, p, 2); return mf_bf16_to_f32(h);
-    }
-}
-
-/* n elements of dtype at p, step bytes apart, widened exactly to fp32 at d
- * (dstep floats apart). One loop per dtype, so the conversion is not
- * re-decided per element. */
-static void widen(const char *p, int64_t step, int dtype, int64_t n, float *d, int64_t dstep) {
-    uint16_t h;
-    switch (dtype) {
-    case ACL_FLOAT:
-        for (int64_t j = 0; j < n; j++) memcpy(&d[j * dstep], p + j * step, 4);
-        break;
-    case ACL_BF16:
-        for (int64_t j = 0; j < n; j++) {
-            memcpy(&h, p + j * step, 2);
-            d[j * dstep] = mf_bf16_to_f32(h);
-        }
-        break;
-    default:
-        for (int64_t j = 0; j < n; j++) {
-            memcpy(&h, p + j * step, 2);
-            d[j * dstep] = mf_f16_to_f32(h);
-        }
-        break;
-    }
-}
-
 /* Rows [i0, i0 + rows) and columns [j0, j0 + cols) of m, widened to fp32
  * into dst (row-major, ld cols), reading m in its own order: row by row when
  * its rows are contiguous, column by column when its columns are (a
@@ -139,16 +105,16 @@ static void widen(const char *p, int64_t step, int dtype, int64_t n, float *d, i
 static void pack(const gmm_mat *m, int64_t i0, int64_t rows, int64_t j0, int64_t cols, float *dst) {
     if (m->uniform && m->cs == 1) {
         for (int64_t i = 0; i < rows; i++)
-            widen(m->base + ((i0 + i) * m->rs + j0) * m->es, m->es, m->dtype, cols, dst + i * cols, 1);
+            mf_widen_f32(m->base + ((i0 + i) * m->rs + j0) * m->es, m->es, m->dtype, cols, dst + i * cols, 1);
     } else if (m->uniform && m->rs == 1) {
         for (int64_t j = 0; j < cols; j++)
-            widen(m->base + (i0 + (j0 + j) * m->cs) * m->es, m->es, m->dtype, rows, dst + j, cols);
+            mf_widen_f32(m->base + (i0 + (j0 + j) * m->cs) * m->es, m->es, m->dtype, rows, dst + j, cols);
     } else if (m->uniform) {
         for (int64_t i = 0; i < rows; i++)
-            widen(m->base + ((i0 + i) * m->rs + j0 * m->cs) * m->es, m->cs * m->es, m->dtype, cols, dst + i * cols, 1);
+            mf_widen_f32(m->base + ((i0 + i) * m->rs + j0 * m->cs) * m->es, m->cs * m->es, m->dtype, cols, dst + i * cols, 1);
     } else {
         for (int64_t i = 0; i < rows; i++)
-            for (int64_t j = 0; j < cols; j++) dst[i * cols + j] = load_f32(mat_at(m, i0 + i, j0 + j), m->dtype);
+            for (int64_t j = 0; j < cols; j++) mf_widen_f32(mat_at(m, i0 + i, j0 + j), 0, m->dtype, 1, &dst[i * cols + j], 1);
     }
 }
 
@@ -168,18 +134,10 @@ static bool direct(const gmm_mat *m, int64_t rows, int64_t cols) {
 static void store(const gmm_mat *c, int64_t i0, int64_t rows, int64_t j0, int64_t cols, const float *src) {
     for (int64_t i = 0; i < rows; i++) {
         const float *s = src + i * cols;
-        if (c->uniform && c->cs == 1 && c->dtype == ACL_FLOAT) {
-            memcpy((char *)mat_at(c, i0 + i, j0), s, (size_t)cols * 4);
-            continue;
-        }
-        for (int64_t j = 0; j < cols; j++) {
-            char *p = (char *)mat_at(c, i0 + i, j0 + j);
-            if (c->dtype == ACL_FLOAT) {
-                memcpy(p, &s[j], 4);
-            } else {
-                const uint16_t h = c->dtype == ACL_BF16 ? mf_f32_to_bf16(s[j]) : mf_f32_to_f16(s[j]);
-                memcpy(p, &h, 2);
-            }
+        if (c->uniform) {
+            mf_narrow_f32((char *)mat_at(c, i0 + i, j0), c->cs * c->es, c->dtype, cols, s);
+        } else {
+            for (int64_t j = 0; j < cols; j++) mf_narrow_f32((char *)mat_at(c, i0 + i, j0 + j), 0, c->dtype, 1, &s[j]);
         }
     }
 }
@@ -215,7 +173,8 @@ static void gmm_tile(const gmm_ctx *c, int64_t tile, float *sc, int64_t *cached)
     }
     float beta = 0.0f;
     if (g->bias) {
-        for (int64_t j = 0; j < cols; j++) cbuf[j] = load_f32(g->bias + (j0 + j) * g->bias_s * (int64_t)mf_dtype_size(p->bias_dtype), p->bias_dtype);
+        const int64_t bes = (int64_t)mf_dtype_size(p->bias_dtype);
+        mf_widen_f32(g->bias + j0 * g->bias_s * bes, g->bias_s * bes, p->bias_dtype, cols, cbuf, 1);
         for (int64_t i = 1; i < rows; i++) memcpy(cbuf + i * cols, cbuf, (size_t)cols * 4);
         beta = 1.0f;
     }

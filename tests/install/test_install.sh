@@ -149,8 +149,8 @@ step "set_env.sh: sourced like CANN's"
   [ "$ASCEND_TOOLKIT_HOME" = "$prefix" ] || fail "set_env.sh: ASCEND_TOOLKIT_HOME=$ASCEND_TOOLKIT_HOME"
   [ "$ASCEND_OPP_PATH" = "$prefix" ] || fail "set_env.sh: ASCEND_OPP_PATH=$ASCEND_OPP_PATH"
   [ "$ASCEND_CUSTOM_PATH" = "$prefix" ] || fail "set_env.sh: ASCEND_CUSTOM_PATH=$ASCEND_CUSTOM_PATH"
-  got=$(env -i bash -c ". '$prefix/bin/setenv.bash' && echo \$ASCEND_HOME_PATH:\$ASCEND_OPP_PATH")
-  [ "$got" = "$prefix:$prefix" ] || fail "bin/setenv.bash: ASCEND_HOME_PATH:ASCEND_OPP_PATH=$got"
+  got=$(env -i bash -c ". '$prefix/bin/setenv.bash' && echo \$ASCEND_HOME_PATH:\$ASCEND_OPP_PATH:\$ASCEND_CUSTOM_PATH")
+  [ "$got" = "$prefix:$prefix:$prefix" ] || fail "bin/setenv.bash: ASCEND_HOME_PATH:ASCEND_OPP_PATH:ASCEND_CUSTOM_PATH=$got"
   case ":$LD_LIBRARY_PATH:" in *":$lib:"*) ;; *) fail "set_env.sh: LD_LIBRARY_PATH=$LD_LIBRARY_PATH" ;; esac
   case ":$PATH:" in *":$prefix/bin:"*) ;; *) fail "set_env.sh: PATH=$PATH" ;; esac
   case ":$PYTHONPATH:" in *":$prefix/lib/python3/dist-packages:"*) ;; *) fail "set_env.sh: PYTHONPATH=$PYTHONPATH" ;; esac
@@ -160,6 +160,48 @@ step "set_env.sh: sourced like CANN's"
   [ "$got" = "$prefix" ] || fail "set_env.sh under sh: ASCEND_HOME_PATH=$got"
 ) || exit 1
 echo "set_env.sh ok"
+
+# Issue 22: the opt-in CPU torch_npu (python/torch_npu_shim), on PYTHONPATH only with the switch.
+step "set_env.sh --torch-npu: import torch_npu from the install tree"
+shim=$prefix/lib/python3/torch_npu_shim
+for f in torch_npu/__init__.py torch_npu/_not_provided.py torch_npu/npu/__init__.py README.md; do
+  [ -f "$shim/$f" ] || fail "missing lib/python3/torch_npu_shim/$f"
+done
+[ ! -e "$prefix/lib/python3/dist-packages/torch_npu" ] || fail "torch_npu must not be in dist-packages (opt-in only)"
+probe="import os, sys, torch, torch_npu
+p = os.path.realpath(sys.argv[1])
+assert os.path.realpath(torch_npu.__file__) == p + '/lib/python3/torch_npu_shim/torch_npu/__init__.py', torch_npu.__file__
+import moefr
+assert os.path.realpath(moefr.__file__).startswith(p + '/lib/python3/dist-packages/moefr/'), moefr.__file__
+assert torch.npu is torch_npu.npu and torch.npu.current_device() == 0 and not torch.npu.is_available()
+torch.npu.current_stream().synchronize()
+x = torch.ones(2)
+assert x.npu() is x
+assert torch_npu.npu_moe_compute_expert_tokens(torch.tensor([0, 1, 1], dtype=torch.int32).npu(), 2).tolist() == [1, 3]
+assert not hasattr(torch_npu, 'npu_moe_distribute_dispatch') and not hasattr(torch.npu, 'memory_allocated')
+try:
+    torch.npu.memory_allocated()
+except NotImplementedError as e:
+    assert isinstance(e, AttributeError) and 'torch.npu.memory_allocated' in str(e) and os.path.isfile(
+        p + '/lib/python3/torch_npu_shim/README.md'), e
+else:
+    raise AssertionError('torch.npu.memory_allocated did not raise')
+print('torch_npu from', torch_npu.__file__)"
+# Each run starts from an empty environment, so only what the scripts set is seen (from $work: no source tree).
+clean() { env -i HOME="$HOME" PATH=/usr/bin:/bin "$@"; }
+for src in "bash|. '$prefix/set_env.sh' --torch-npu" "bash|. '$prefix/bin/setenv.bash' --torch-npu" \
+           "sh|MOEFR_TORCH_NPU=1 . '$prefix/set_env.sh'"; do
+  (cd "$work" && clean "${src%%|*}" -c "${src#*|} && exec $py -c \"\$0\" '$prefix'" "$probe") ||
+    fail "import torch_npu after ${src%%|*}: ${src#*|}"
+done
+# without the switch: no torch_npu (Debian's python has none); with it, the shim comes before dist-packages
+(cd "$work" && clean bash -c ". '$prefix/set_env.sh' && exec $py -c 'import torch_npu'") >/dev/null 2>&1 &&
+  fail "import torch_npu works without --torch-npu"
+got=$(clean bash -c ". '$prefix/set_env.sh' --torch-npu && echo \$PYTHONPATH")
+[ "$got" = "$shim:$prefix/lib/python3/dist-packages" ] || fail "set_env.sh --torch-npu: PYTHONPATH=$got"
+# the shim directory alone on PYTHONPATH finds the moefr installed next to it
+(cd "$work" && clean env PYTHONPATH="$shim" "$py" -c "$probe" "$prefix") || fail "import torch_npu with only $shim"
+echo "torch_npu shim ok"
 
 step "host-API programs, current guide's CMakeLists (libopapi_math, skip rpath, set_env.sh)"
 (

@@ -1,0 +1,255 @@
+"""test_torch_npu_shim - the opt-in CPU torch_npu package (python/torch_npu_shim, issue 22 part 2):
+`import torch_npu` re-exports moefr.torch_npu (looked up dynamically), installs a CPU torch.npu,
+Tensor.npu() and npu_format_cast, and raises one error class (an AttributeError and a
+NotImplementedError) for everything else. Run from the source tree; test_install.sh imports it
+from the install tree through `set_env.sh --torch-npu`."""
+
+import os
+import sys
+import threading
+import time
+import unittest
+
+import moefr_testlib as tl  # noqa: F401  (puts the source-tree moefr first on sys.path, seeds)
+
+sys.path.insert(0, os.path.normpath(os.path.join(tl.HERE, "..", "torch_npu_shim")))
+
+import torch  # noqa: E402
+import torch_npu  # noqa: E402
+from moefr import torch_npu as impl  # noqa: E402
+
+Err = torch_npu.MoefrNotProvidedError
+
+
+class ReExport(unittest.TestCase):
+    def test_from_shim_dir(self):
+        self.assertTrue(torch_npu.__file__.endswith(os.path.join("torch_npu_shim", "torch_npu", "__init__.py")))
+
+    def test_every_moefr_function(self):
+        for name in impl.__all__:
+            self.assertIs(getattr(torch_npu, name), getattr(impl, name), name)
+            self.assertIn(name, torch_npu.__all__)
+            self.assertIn(name, dir(torch_npu))
+        self.assertIs(torch_npu.MoefrError, impl.MoefrError)
+        from torch_npu import npu_moe_init_routing_v2
+        self.assertIs(npu_moe_init_routing_v2, impl.npu_moe_init_routing_v2)
+
+    def test_dynamic(self):
+        """A function added to moefr.torch_npu after the import appears (npu_* and _npu_* names,
+        with or without __all__), and disappears with it."""
+        def npu_moe_added_later(x):
+            return x + 1
+
+        def _npu_moe_added_later(x):
+            return x + 2
+        self.assertFalse(hasattr(torch_npu, "npu_moe_added_later"))
+        impl.npu_moe_added_later = npu_moe_added_later
+        impl._npu_moe_added_later = _npu_moe_added_later
+        try:
+            self.assertIs(torch_npu.npu_moe_added_later, npu_moe_added_later)
+            self.assertIs(torch_npu._npu_moe_added_later, _npu_moe_added_later)
+            self.assertIn("npu_moe_added_later", dir(torch_npu))
+        finally:
+            del impl.npu_moe_added_later, impl._npu_moe_added_later
+        self.assertFalse(hasattr(torch_npu, "npu_moe_added_later"))
+        self.assertFalse(hasattr(torch_npu, "_npu_moe_added_later"))
+
+    def test_only_functions(self):
+        """moefr.torch_npu's helpers and imported modules are not torch_npu's."""
+        for name in ("torch", "once_differentiable", "_routing", "_check", "_cpu", "_InitRoutingV2"):
+            self.assertTrue(hasattr(impl, name), name)
+            self.assertFalse(hasattr(torch_npu, name), name)
+
+    def test_runs(self):
+        """A call through the shim computes what torch_npu computes (a reference loop)."""
+        g = torch.Generator().manual_seed(tl.SEED)
+        N, K, H, E = 13, 3, 5, 7
+        x = torch.randn(N, H, generator=g)
+        ids = torch.randint(0, E, (N, K), generator=g, dtype=torch.int32)
+        out, idx = torch_npu.npu_moe_token_permute(x.npu(), ids.npu())
+        flat = ids.reshape(-1).tolist()
+        order = sorted(range(N * K), key=lambda j: (flat[j], j))
+        for i, j in enumerate(order):
+            self.assertEqual(idx[j].item(), i)
+            self.assertTrue(torch.equal(out[i], x[j // K]))
+
+
+class Errors(unittest.TestCase):
+    def test_class(self):
+        self.assertTrue(issubclass(Err, AttributeError))
+        self.assertTrue(issubclass(Err, NotImplementedError))
+        self.assertTrue(issubclass(Err, RuntimeError))  # NotImplementedError's base
+
+    def test_torch_npu_missing(self):
+        for name in ("npu_moe_distribute_dispatch", "npu_fusion_attention", "npu_rms_norm"):
+            with self.assertRaises(Err) as cm:
+                getattr(torch_npu, name)
+            msg = str(cm.exception)
+            self.assertIn("torch_npu." + name, msg)
+            self.assertIn("not provided by moefr", msg)
+            self.assertFalse(hasattr(torch_npu, name))
+            self.assertIsNone(getattr(torch_npu, name, None))
+            for cls in (AttributeError, NotImplementedError):
+                with self.assertRaises(cls):
+                    getattr(torch_npu, name)
+
+    def test_torch_npu_call_missing(self):
+        with self.assertRaises(NotImplementedError) as cm:
+            torch_npu.npu_moe_distribute_combine(torch.zeros(1))
+        self.assertIn("torch_npu.npu_moe_distribute_combine", str(cm.exception))
+
+    def test_torch_npu_npu_missing(self):
+        for name in ("memory_allocated", "max_memory_allocated", "mem_get_info", "NPUGraph", "graph",
+                     "get_device_properties", "FloatTensor"):
+            with self.assertRaises(Err) as cm:
+                getattr(torch.npu, name)
+            self.assertIn("torch.npu." + name, str(cm.exception))
+            self.assertIn("not provided by moefr", str(cm.exception))
+            self.assertFalse(hasattr(torch.npu, name))
+            self.assertFalse(hasattr(torch_npu.npu, name))
+        with self.assertRaises(NotImplementedError):
+            torch.npu.memory_allocated()
+
+    def test_from_import(self):
+        with self.assertRaises(ImportError):
+            exec("from torch_npu import npu_not_a_function")
+        with self.assertRaises(ImportError):
+            exec("import torch_npu.contrib.transfer_to_npu")
+
+    def test_readme_named(self):
+        """The message points at the README, which exists in the tree the package came from."""
+        from torch_npu import _not_provided
+        self.assertIn(_not_provided.README, str(Err("torch.npu.x")))
+        self.assertTrue(os.path.isfile(_not_provided.README))
+
+
+class TorchNpu(unittest.TestCase):
+    def test_installed(self):
+        self.assertIs(torch.npu, torch_npu.npu)
+        self.assertIs(sys.modules["torch.npu"], torch.npu)
+        import torch.npu as tn
+        self.assertIs(tn, torch.npu)
+        from torch.npu import Event, Stream  # noqa: F401
+
+    def test_device(self):
+        npu = torch.npu
+        self.assertFalse(npu.is_available())
+        self.assertEqual(npu.device_count(), 1)
+        self.assertTrue(npu.is_initialized())
+        self.assertEqual(npu.get_device_name(), "moefr-cpu")
+        self.assertEqual(npu.current_device(), 0)
+        try:
+            npu.set_device(1)  # a rank's own index in a CPU expert-parallel run
+            self.assertEqual(npu.current_device(), 1)
+            npu.set_device("npu:0")
+            self.assertEqual(npu.current_device(), 0)
+            with npu.device(3):
+                self.assertEqual(npu.current_device(), 3)
+                with npu.device(None):
+                    self.assertEqual(npu.current_device(), 3)
+            self.assertEqual(npu.current_device(), 0)
+            npu.set_device(2)
+            seen = []
+            t = threading.Thread(target=lambda: seen.append(npu.current_device()))
+            t.start()
+            t.join()
+            self.assertEqual(seen, [0])  # per thread, as torch.cuda's
+            self.assertEqual(npu.current_device(), 2)
+        finally:
+            npu.set_device(0)
+        for bad in ("cuda:0", "npu:x", -2, 1.5):
+            with self.assertRaises(ValueError):
+                npu.set_device(bad)
+        npu.synchronize()
+        npu.synchronize(0)
+        npu.empty_cache()
+        npu.init()
+
+    def test_seed(self):
+        torch.npu.manual_seed(tl.SEED)
+        a = torch.rand(4)
+        torch.npu.manual_seed_all(tl.SEED)
+        self.assertTrue(torch.equal(a, torch.rand(4)))
+
+    def test_streams(self):
+        npu = torch.npu
+        d = npu.default_stream()
+        self.assertIs(npu.current_stream(), d)
+        self.assertIs(npu.default_stream(0), d)
+        s = npu.Stream()
+        self.assertIsNot(s, d)
+        self.assertTrue(s.query())
+        s.synchronize()
+        with npu.stream(s):
+            self.assertIs(npu.current_stream(), s)
+            with npu.stream(None):
+                self.assertIs(npu.current_stream(), s)
+            other = []
+            t = threading.Thread(target=lambda: other.append(npu.current_stream()))
+            t.start()
+            t.join()
+            self.assertIs(other[0], d)  # per thread
+        self.assertIs(npu.current_stream(), d)
+        with s:
+            self.assertIs(npu.current_stream(), s)
+        self.assertIs(npu.current_stream(), d)
+        npu.set_stream(s)
+        try:
+            self.assertIs(npu.current_stream(), s)
+        finally:
+            npu.set_stream(d)
+        # what MindSpeed's alltoall_dispatch and vllm-ascend's dispatchers call
+        npu.current_stream().synchronize()
+        s.wait_stream(npu.current_stream())
+        e = s.record_event()
+        self.assertIsInstance(e, npu.Event)
+        d.wait_event(e)
+        with self.assertRaises(TypeError):
+            d.wait_event(s)
+
+    def test_events(self):
+        npu = torch.npu
+        a, b = npu.Event(enable_timing=True), npu.Event(enable_timing=True)
+        with self.assertRaises(RuntimeError):
+            a.elapsed_time(b)  # not recorded
+        a.record()
+        time.sleep(0.03)
+        b.record(npu.current_stream())
+        ms = a.elapsed_time(b)
+        self.assertGreaterEqual(ms, 25.0)
+        self.assertLess(ms, 5000.0)
+        self.assertTrue(b.query())
+        b.synchronize()
+        b.wait()
+        b.wait(npu.Stream())
+        c = npu.Event()
+        c.record()
+        with self.assertRaises(RuntimeError):
+            a.elapsed_time(c)  # no timing
+        with self.assertRaises(TypeError):
+            c.record("stream")
+
+    def test_tensor_npu(self):
+        x = torch.randn(3, 4)
+        for args, kw in (((), {}), ((0,), {}), (("npu",), {}), (("npu:0",), {}), ((), {"non_blocking": True}),
+                         ((None,), {})):
+            self.assertIs(x.npu(*args, **kw), x, (args, kw))
+            self.assertIs(torch.Tensor.npu(x, *args, **kw), x)
+        y = torch.randn(2, 3, 4, 5).npu(memory_format=torch.channels_last)
+        self.assertTrue(y.is_contiguous(memory_format=torch.channels_last))
+        with self.assertRaises(ValueError):
+            x.npu("cuda")
+        m = torch.nn.Linear(2, 2)
+        self.assertIs(m.npu(), m)
+        self.assertEqual(m.weight.device.type, "cpu")
+
+    def test_format_cast(self):
+        x = torch.randn(4, 4)
+        self.assertIs(torch_npu.npu_format_cast(x, 29), x)
+        self.assertIs(torch_npu.npu_format_cast_(x, 2), x)
+        with self.assertRaises(TypeError):
+            torch_npu.npu_format_cast([1.0], 2)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,73 @@
+"""torch_npu for CPU PyTorch, from moefr: `import torch_npu` as on an Ascend machine.
+
+Switched on with `source <prefix>/set_env.sh --torch-npu` (or `source <prefix>/bin/setenv.bash
+--torch-npu`), which puts <prefix>/lib/python3/torch_npu_shim on PYTHONPATH. Importing it:
+- re-exports every function of moefr.torch_npu (npu_moe_init_routing_v2, npu_moe_token_permute, ...),
+  looked up when asked for, so functions added to moefr.torch_npu appear here without a change;
+- installs torch.npu (also torch_npu.npu and `import torch.npu`): a CPU stand-in for the device, stream
+  and event calls (torch_npu/npu/__init__.py lists them);
+- adds Tensor.npu() and nn.Module.npu(), which return the CPU tensor / module itself, and
+  npu_format_cast / npu_format_cast_ (identity: CPU tensors have no NPU storage format).
+Anything else raises MoefrNotProvidedError, an AttributeError and a NotImplementedError naming the
+function, so `hasattr(torch_npu, "npu_moe_distribute_dispatch")` is False. README.md next to this
+package lists what is and is not provided."""
+
+import os as _os
+import sys as _sys
+import types as _types
+
+import torch as _torch
+
+try:
+    from moefr import torch_npu as _impl
+except ImportError:  # only this directory on PYTHONPATH: use the moefr installed beside it
+    _sys.path.append(_os.path.join(_os.path.dirname(_os.path.dirname(_os.path.dirname(
+        _os.path.abspath(__file__)))), "dist-packages"))
+    from moefr import torch_npu as _impl
+import moefr as _moefr
+
+from ._not_provided import MoefrNotProvidedError
+from . import npu  # noqa: F401  (installs torch.npu)
+
+__version__ = _moefr.__version__ + "+moefr"
+
+
+def _exported(name):
+    """True for the names of moefr.torch_npu this package re-exports: its __all__, MoefrError,
+    and every npu_* / _npu_* function (torch_npu's public and underscore operator names)."""
+    if name.startswith("__") or not hasattr(_impl, name):
+        return False
+    if name in getattr(_impl, "__all__", ()) or name == "MoefrError":
+        return True
+    value = getattr(_impl, name)
+    return name.startswith(("npu_", "_npu_")) and callable(value) and not isinstance(value, _types.ModuleType)
+
+
+def __getattr__(name):
+    if _exported(name):
+        return getattr(_impl, name)
+    raise MoefrNotProvidedError("torch_npu." + name)
+
+
+def __dir__():
+    return sorted(set(globals()) | {n for n in dir(_impl) if _exported(n)})
+
+
+if not _exported("npu_format_cast"):
+    def npu_format_cast(self, acl_format, customize_dtype=None):
+        """torch_npu.npu_format_cast on CPU: the tensor itself (CPU tensors have no NPU storage format;
+        the data and the logical layout are what an ND tensor holds)."""
+        if not isinstance(self, _torch.Tensor):
+            raise TypeError("torch_npu.npu_format_cast: self must be a torch.Tensor, got %s" % type(self).__name__)
+        int(acl_format)
+        return self
+
+if not _exported("npu_format_cast_"):
+    def npu_format_cast_(self, src):
+        """torch_npu.npu_format_cast_ on CPU: the tensor itself (see npu_format_cast)."""
+        if not isinstance(self, _torch.Tensor):
+            raise TypeError("torch_npu.npu_format_cast_: self must be a torch.Tensor, got %s" % type(self).__name__)
+        return self
+
+__all__ = sorted({n for n in dir(_impl) if _exported(n)} |
+                 {"npu", "npu_format_cast", "npu_format_cast_", "MoefrNotProvidedError"})

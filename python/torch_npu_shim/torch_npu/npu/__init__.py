@@ -1,0 +1,272 @@
+"""torch.npu on CPU (moefr): installed as torch.npu, torch_npu.npu and sys.modules["torch.npu"].
+
+There is no NPU: tensors stay CPU tensors and moefr runs the operators synchronously on the calling
+thread's CPU, so every wait here returns at once and a stream is an ordering handle.
+
+Provided:
+  is_available()            False: there is no NPU, so `"npu" if torch.npu.is_available() else "cpu"`
+                            picks the CPU (torch's own parser does not know the device string "npu")
+  device_count()            1, as moefr's aclrtGetDeviceCount
+  current_device(), set_device(d), device(d) (context manager)
+                            an index per thread, 0 at first; any d >= 0, "npu" or "npu:N" is taken
+                            (each process of a CPU expert-parallel run may pick its own), -1/None no-op
+  synchronize(d), is_initialized(), init(), empty_cache()   no-ops (nothing runs asynchronously or is cached)
+  get_device_name(d)        "moefr-cpu" (aclrtGetSocName)
+  manual_seed(s), manual_seed_all(s)   torch.manual_seed: CPU tensors draw from the CPU generator
+  Stream(device=None, priority=0), current_stream(d), default_stream(d), set_stream(s), stream(s)
+                            streams as ordering handles: query() True, synchronize(), wait_event(e),
+                            wait_stream(s), record_event(e=None); current_stream is per thread and
+                            follows `with torch.npu.stream(s):`
+  Event(enable_timing=False, blocking=False, interprocess=False)
+                            record(stream=None) takes the time, elapsed_time(end) gives real
+                            milliseconds between two records (RuntimeError without enable_timing or
+                            a record, as on the NPU), query() True, synchronize(), wait(stream=None)
+Anything else (memory statistics, graphs, amp, properties, ...) raises MoefrNotProvidedError."""
+
+import sys
+import threading
+import time
+
+import torch
+
+from .._not_provided import MoefrNotProvidedError
+
+__all__ = ["is_available", "device_count", "current_device", "set_device", "device", "synchronize",
+           "is_initialized", "init", "empty_cache", "get_device_name", "manual_seed", "manual_seed_all",
+           "Stream", "Event", "current_stream", "default_stream", "set_stream", "stream", "StreamContext"]
+
+_tls = threading.local()
+
+
+def _device_index(d, optional=True):
+    """The index of a device argument: None (or -1) -> the current device when optional; an int >= 0;
+    "npu" / "npu:N"; anything with .type == "npu" and .index."""
+    if d is None or (isinstance(d, int) and not isinstance(d, bool) and d == -1):
+        if optional:
+            return current_device()
+        raise ValueError("torch.npu (moefr): a device is required, got %r" % (d,))
+    if isinstance(d, int) and not isinstance(d, bool) and d >= 0:
+        return d
+    if isinstance(d, str):
+        if d == "npu":
+            return current_device()
+        if d.startswith("npu:") and d[4:].isdigit():
+            return int(d[4:])
+    if getattr(d, "type", None) == "npu":
+        return current_device() if getattr(d, "index", None) is None else int(d.index)
+    raise ValueError("torch.npu (moefr): %r is not an NPU device (an index >= 0, 'npu' or 'npu:N')" % (d,))
+
+
+def is_available():
+    return False
+
+
+def device_count():
+    return 1
+
+
+def current_device():
+    return getattr(_tls, "device", 0)
+
+
+def set_device(device):
+    if device is None or (isinstance(device, int) and device == -1):
+        return
+    _tls.device = _device_index(device)
+
+
+class device:
+    """Context manager: the current device is `device` inside the block (None or -1: unchanged)."""
+
+    def __init__(self, device):
+        self.idx = -1 if device is None or (isinstance(device, int) and device == -1) else _device_index(device)
+        self.prev_idx = -1
+
+    def __enter__(self):
+        self.prev_idx = current_device()
+        if self.idx >= 0:
+            set_device(self.idx)
+        return self
+
+    def __exit__(self, *exc):
+        set_device(self.prev_idx)
+        return False
+
+
+def synchronize(device=None):
+    _device_index(device)
+
+
+def is_initialized():
+    return True
+
+
+def init():
+    pass
+
+
+def empty_cache():
+    pass
+
+
+def get_device_name(device=None):
+    _device_index(device)
+    return "moefr-cpu"
+
+
+def manual_seed(seed):
+    torch.manual_seed(seed)
+
+
+def manual_seed_all(seed):
+    torch.manual_seed(seed)
+
+
+class Stream:
+    """An ordering handle: work is done when the call that issued it returns."""
+
+    def __init__(self, device=None, priority=0, **kwargs):
+        self.device_index = _device_index(device)
+        self.priority = priority
+
+    def query(self):
+        return True
+
+    def synchronize(self):
+        pass
+
+    def wait_event(self, event):
+        if not isinstance(event, Event):
+            raise TypeError("Stream.wait_event: expected a torch.npu.Event, got %s" % type(event).__name__)
+
+    def wait_stream(self, stream):
+        if not isinstance(stream, Stream):
+            raise TypeError("Stream.wait_stream: expected a torch.npu.Stream, got %s" % type(stream).__name__)
+
+    def record_event(self, event=None):
+        if event is None:
+            event = Event()
+        event.record(self)
+        return event
+
+    def __enter__(self):
+        self._ctx = StreamContext(self)
+        return self._ctx.__enter__()
+
+    def __exit__(self, *exc):
+        return self._ctx.__exit__(*exc)
+
+    def __repr__(self):
+        return "<torch.npu.Stream (moefr CPU) device=npu:%d at 0x%x>" % (self.device_index, id(self))
+
+
+_defaults = {}
+_defaults_lock = threading.Lock()
+
+
+def default_stream(device=None):
+    idx = _device_index(device)
+    with _defaults_lock:
+        if idx not in _defaults:
+            _defaults[idx] = Stream(idx)
+        return _defaults[idx]
+
+
+def current_stream(device=None):
+    idx = _device_index(device)
+    s = getattr(_tls, "stream", None)
+    return s if s is not None and s.device_index == idx else default_stream(idx)
+
+
+def set_stream(stream):
+    if stream is None:
+        return
+    if not isinstance(stream, Stream):
+        raise TypeError("torch.npu.set_stream: expected a torch.npu.Stream, got %s" % type(stream).__name__)
+    _tls.stream = stream
+
+
+class StreamContext:
+    """`with torch.npu.stream(s):` - current_stream() is s inside the block (None: unchanged)."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.prev = None
+
+    def __enter__(self):
+        if self.stream is not None:
+            self.prev = getattr(_tls, "stream", None)
+            set_stream(self.stream)
+        return self.stream
+
+    def __exit__(self, *exc):
+        if self.stream is not None:
+            _tls.stream = self.prev
+        return False
+
+
+def stream(stream):
+    return StreamContext(stream)
+
+
+class Event:
+    """A point in time: record() takes it (the work before it is already done on the CPU)."""
+
+    def __init__(self, enable_timing=False, blocking=False, interprocess=False):
+        self.enable_timing = bool(enable_timing)
+        self.blocking = bool(blocking)
+        self.interprocess = bool(interprocess)
+        self._time = None
+
+    def record(self, stream=None):
+        if stream is not None and not isinstance(stream, Stream):
+            raise TypeError("Event.record: expected a torch.npu.Stream, got %s" % type(stream).__name__)
+        self._time = time.perf_counter()
+
+    def wait(self, stream=None):
+        if stream is not None and not isinstance(stream, Stream):
+            raise TypeError("Event.wait: expected a torch.npu.Stream, got %s" % type(stream).__name__)
+
+    def query(self):
+        return True
+
+    def synchronize(self):
+        pass
+
+    def elapsed_time(self, end_event):
+        if not isinstance(end_event, Event):
+            raise TypeError("Event.elapsed_time: expected a torch.npu.Event, got %s" % type(end_event).__name__)
+        if not (self.enable_timing and end_event.enable_timing):
+            raise RuntimeError("Event.elapsed_time: both events must be created with enable_timing=True")
+        if self._time is None or end_event._time is None:
+            raise RuntimeError("Event.elapsed_time: both events must be recorded first")
+        return (end_event._time - self._time) * 1000.0
+
+    def __repr__(self):
+        return "<torch.npu.Event (moefr CPU) %s>" % ("recorded" if self._time is not None else "not recorded")
+
+
+def __getattr__(name):
+    raise MoefrNotProvidedError("torch.npu." + name)
+
+
+# ---- installed into torch ----
+
+def _tensor_npu(self, device=None, non_blocking=False, memory_format=torch.preserve_format):
+    """Tensor.npu() on CPU: the tensor itself (as Tensor.cuda() for a tensor already on its device)."""
+    _device_index(device)
+    if memory_format is torch.preserve_format:
+        return self
+    return self.contiguous(memory_format=memory_format)
+
+
+def _module_npu(self, device=None):
+    """nn.Module.npu() on CPU: the module itself, its parameters unmoved."""
+    _device_index(device)
+    return self
+
+
+torch.npu = sys.modules[__name__]
+sys.modules["torch.npu"] = sys.modules[__name__]
+torch.Tensor.npu = _tensor_npu
+torch.nn.Module.npu = _module_npu

@@ -162,13 +162,13 @@ static void shuffle(rng *r, int64_t *v, int64_t n) {
 
 /* ======== the per-operator rows: a valid small problem and its oracle ======== */
 
-/* MoeComputeExpertTokens: sortedExperts (n) ascending in [0, E) | out (E) */
+/* MoeComputeExpertTokens: sortedExperts (n) ascending in [0, E + 1] (ids >= E are not counted) | out (E) */
 static bool mk_cet(fz_in *in, rng *r, fo_prob *p) {
     const int64_t n = fz_range(in, 1, 40), E = fz_range(in, 1, 12);
     uint8_t *v = fo_new(p, 0, ACL_INT32, 1, n, 0, 0);
     int64_t cur = 0;
     for (int64_t i = 0; i < n; i++) {
-        if (rrange(r, 0, 3) == 0 && cur < E - 1) cur += rrange(r, 1, E - 1 - cur);
+        if (rrange(r, 0, 3) == 0 && cur < E + 1) cur += rrange(r, 1, E + 1 - cur);
         put_idx(ACL_INT32, v, i, cur);
     }
     p->a[0].i = E;

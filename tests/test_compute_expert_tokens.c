@@ -2,8 +2,10 @@
  * count (out[e] = number of ids <= e), CANN's own example (ids 0,0,1,1,2,2
  * with 3 experts give 2,4,6), random sorted ids with ties and unused experts,
  * strided input, out longer than numExperts (the tail untouched), poisoned
- * output; every phase-1 rule with its code and message; unsorted and
- * out-of-range ids rejected in phase 2 with out untouched. */
+ * output; every phase-1 rule with its code and message; ids at or past
+ * numExperts (torch_npu's test draws them: randint(0, num_expert)) are not
+ * counted, as on the NPU; unsorted and negative ids rejected in phase 2 with
+ * out untouched. */
 #include "aclnnop/aclnn_moe_compute_expert_tokens.h"
 #define TU_COUNT_FAILURES /* CHECK counts and goes on */
 #include "testutil.h"
@@ -26,9 +28,11 @@ static aclnnStatus run(const aclTensor *s, int64_t E, const aclTensor *o, uint64
 static void random_case(int64_t n, int64_t E) {
     int32_t *ids = malloc(sizeof *ids * (size_t)(n + 1));
     int64_t v = 0;
+    /* half the cases reach past the last expert: E itself, up to E + 3 */
+    const int64_t top = tu_int(0, 1) ? E - 1 : E + 3;
     for (int64_t i = 0; i < n; i++) {
         if (tu_int(0, 2) == 0) v += tu_int(0, 3);
-        if (v >= E) v = E - 1;
+        if (v > top) v = top;
         ids[i] = (int32_t)v;
     }
     const int64_t extra = tu_int(0, 3), stride = tu_int(1, 3), off = tu_int(0, 2);
@@ -128,13 +132,30 @@ static void validation(void) {
     aclTensor *s0 = mk1(0, ACL_INT32, ids);
     memset(out, TU_POISON, sizeof out);
     CHECK(run(s0, 3, to, &ws) == ACLNN_SUCCESS && out[0] == 0 && out[1] == 0 && out[2] == 0, "no ids");
-    /* phase 2: unsorted or out of range, out untouched */
+    /* ids equal to numExperts or above: not counted, as the NPU's kernels give them (issue 22, 5a) */
+    struct {
+        int32_t v[6], want[3];
+    } past[] = {{{0, 0, 1, 1, 2, 3}, {2, 4, 5}},
+                {{0, 3, 3, 3, 3, 3}, {1, 1, 1}},
+                {{3, 3, 3, 3, 3, 3}, {0, 0, 0}},
+                {{1, 1, 4, 7, 9, INT32_MAX}, {0, 2, 2}},
+                {{0, 2, 2, 3, 5, 5}, {1, 1, 3}}};
+    for (size_t b = 0; b < sizeof past / sizeof *past; b++) {
+        memcpy(ids, past[b].v, sizeof ids);
+        memset(out, TU_POISON, sizeof out);
+        aclnnStatus rc = run(ts, 3, to, &ws);
+        CHECK(rc == ACLNN_SUCCESS && memcmp(out, past[b].want, sizeof past[b].want) == 0 &&
+                  tu_all_poison((unsigned char *)(out + 3), sizeof out - 3 * sizeof *out),
+              "past %zu: %d (%s) -> %d %d %d", b, rc, rc ? aclGetRecentErrMsg() : "", out[0], out[1], out[2]);
+    }
+    /* phase 2: unsorted or negative, out untouched */
     struct {
         int32_t v[6];
         const char *msg;
     } bad[] = {{{0, 1, 0, 1, 2, 2}, OP "sortedExperts is not ascending: [2] = 0 after 1"},
-               {{0, 0, 1, 1, 2, 3}, OP "sortedExperts[5] = 3 is out of range [0, 3)"},
-               {{-1, 0, 1, 1, 2, 2}, OP "sortedExperts[0] = -1 is out of range [0, 3)"}};
+               {{0, 0, 1, 1, 4, 3}, OP "sortedExperts is not ascending: [5] = 3 after 4"},
+               {{-1, 0, 1, 1, 2, 2}, OP "sortedExperts[0] = -1 is negative (ids at or past numExperts = 3 are not counted)"},
+               {{INT32_MIN, -5, 1, 1, 2, 2}, OP "sortedExperts[0] = -2147483648 is negative (ids at or past numExperts = 3 are not counted)"}};
     for (size_t b = 0; b < sizeof bad / sizeof *bad; b++) {
         memcpy(ids, bad[b].v, sizeof ids);
         memset(out, TU_POISON, sizeof out);

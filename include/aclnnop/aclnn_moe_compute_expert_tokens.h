@@ -4,9 +4,11 @@
  *   out[e] = #{ i : sortedExperts[i] <= e },  e = 0..numExperts-1
  *
  * (CANN's binary search over the sorted ids: an inclusive cumsum of the
- * per-expert counts). sortedExperts must be ascending with every value in
- * [0, numExperts) (CANN: undefined otherwise); moefr checks both in phase 2
- * and returns ACLNN_ERR_PARAM_INVALID (161002) with out untouched.
+ * per-expert counts). Ids equal to numExperts or above are accepted and not
+ * counted, as on the NPU (its kernels only copy out the numExperts entries;
+ * torch_npu's test draws ids in [0, num_expert]). sortedExperts must be
+ * ascending and non-negative (CANN: undefined otherwise); moefr checks both
+ * in phase 2 and returns ACLNN_ERR_PARAM_INVALID (161002) with out untouched.
  * Dtypes: sortedExperts and out INT32, ND, out contiguous. Phase 1: 161001
  * NULL sortedExperts, out, workspaceSize or executor; 161002 dtype/format;
  * 561002 CANN's tiling checks: both 1-D, numExperts not 0 (moefr: > 0) and

@@ -231,6 +231,21 @@ class ComputeExpertTokens(unittest.TestCase):
             self.assertTrue(torch.equal(out, want))
             self.assertEqual(out.dtype, torch.int32)
 
+    def test_ids_past_the_experts(self):
+        """Ids equal to num_expert or above (torch_npu's own test draws randint(0, num_expert)) are
+        not counted, as on the NPU; negative and unsorted ids are refused (issue 22, 5a)."""
+        self.assertEqual(torch_npu.npu_moe_compute_expert_tokens(
+            torch.tensor([0, 1, 1, 3, 3, 9], dtype=torch.int32), 3).tolist(), [1, 3, 3])
+        for _ in range(5):
+            E = RNG.randint(1, 40)
+            ids = torch.sort(torch.randint(0, E + 1 + RNG.randint(0, 3), (RNG.randint(1, 300),),
+                                           dtype=torch.int32)).values
+            want = [int((ids <= v).sum()) for v in range(E)]
+            self.assertEqual(torch_npu.npu_moe_compute_expert_tokens(ids, E).tolist(), want)
+        for bad in ([-1, 0, 1], [0, 2, 1]):
+            with self.assertRaises(RuntimeError):
+                torch_npu.npu_moe_compute_expert_tokens(torch.tensor(bad, dtype=torch.int32), 3)
+
 
 class FinalizeRouting(unittest.TestCase):
     def test_chain_gradients(self):

@@ -1,7 +1,10 @@
 /* compute_expert_tokens.c - aclnnMoeComputeExpertTokens, both phases.
  * Phase 1: the definition table (opdef.c), then the checks of
  * moe_compute_expert_tokens_tiling.cpp (CheckParamsShape, then the 2^24 and
- * 2048 bounds). Phase 2: one pass that checks order and range and counts. */
+ * 2048 bounds). Phase 2: one pass that checks order and sign, then the counts.
+ * Ids at or past numExperts are not counted (out[e] counts ids <= e only), as
+ * CANN's kernels and torch_npu's golden give them; negative ids and unsorted
+ * input are 161002 (docs/CANN_COMPAT.md). */
 #include "aclnnop/aclnn_moe_compute_expert_tokens.h"
 #include "ops/opdef.h"
 #include "ops/routing/routing.h"
@@ -38,15 +41,17 @@ static aclnnStatus cet_run(const void *plan, const aclTensor *const *t, void *wo
     for (int64_t i = 0; i < p->n; i++) {
         int32_t v;
         memcpy(&v, base + i * stride, 4);
-        if (v < 0 || v >= p->E)
-            return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: sortedExperts[%lld] = %d is out of range [0, %lld)", OP,
-                           (long long)i, (int)v, (long long)p->E);
+        /* CANN's small-input kernels would write their scratch before its start */
+        if (v < 0)
+            return mf_fail(ACLNN_ERR_PARAM_INVALID,
+                           "%s: sortedExperts[%lld] = %d is negative (ids at or past numExperts = %lld are not "
+                           "counted)", OP, (long long)i, (int)v, (long long)p->E);
         if (i > 0 && v < prev)
             return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: sortedExperts is not ascending: [%lld] = %d after %d", OP,
                            (long long)i, (int)v, (int)prev);
         prev = v;
     }
-    /* out[e] = first position whose id exceeds e */
+    /* out[e] = first position whose id exceeds e (ids >= E lie past every such position) */
     int32_t *out = (int32_t *)mf_tensor_base(t[S_OUT]);
     int64_t i = 0;
     for (int64_t e = 0; e < p->E; e++) {

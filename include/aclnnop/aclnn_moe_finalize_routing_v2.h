@@ -40,7 +40,10 @@
  * expandedX's rows in modes 1/3, or in 0/2 under MOEFR_SOC=ascend910b; at or
  * past them in 0/2 otherwise drops the slot, as Ascend 950's kernel does), or
  * with bias an expertIdx of a kept slot outside [0, E'), returns ACLNN_ERR_PARAM_INVALID
- * (161002) with `out` untouched. Every error leaves a one-line message naming
+ * (161002) with `out` untouched. MOEFR_STRICT=1 adds the docs' rule, the
+ * same in every routing operator: modes 0/2 values in [0, R*K) (a value in
+ * [rows, R*K) stays a dropped slot), modes 1/3 in [-1, E*C), none twice but
+ * -1 (docs/CANN_COMPAT.md). Every error leaves a one-line message naming
  * the parameter and the values in aclGetRecentErrMsg(). */
 #ifndef MOEFR_ACLNNOP_MOE_FINALIZE_ROUTING_V2_H_
 #define MOEFR_ACLNNOP_MOE_FINALIZE_ROUTING_V2_H_

@@ -17,7 +17,10 @@
  * expandedRowIdx, out, workspaceSize or executor; 161002 dtype/format;
  * 561002 CANN's tiling checks (docs/CANN_COMPAT.md); out empty: success.
  * Phase 2: an index CANN would read outside gradExpandedX with is
- * ACLNN_ERR_PARAM_INVALID (161002), out untouched. */
+ * ACLNN_ERR_PARAM_INVALID (161002), out untouched. MOEFR_STRICT=1 adds the
+ * docs' rule before any write: values in [0, N*topK) (dropPadMode 0) or
+ * [-1, E*C) (1), none twice but -1; 161002, out untouched (the same rule as
+ * TokenUnpermute's, docs/CANN_COMPAT.md). */
 #ifndef MOEFR_ACLNNOP_MOE_INIT_ROUTING_V2_GRAD_H_
 #define MOEFR_ACLNNOP_MOE_INIT_ROUTING_V2_GRAD_H_
 

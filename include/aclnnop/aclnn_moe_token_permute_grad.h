@@ -13,7 +13,9 @@
  * NULL pointers; 161002 dtype/format (and paddedMode on Ascend 950, which CANN
  * runs as aclnnMoeInitRoutingV2Grad with activeNum = M); 561002 the tiling
  * checks (docs/CANN_COMPAT.md); out empty: success. Phase 2: a negative index
- * is 161002, out untouched. */
+ * is 161002, out untouched. MOEFR_STRICT=1 adds the docs' rule before any
+ * write: values in [0, T) (T = the index's length), none twice; 161002, out
+ * untouched (the same rule as TokenUnpermute's, docs/CANN_COMPAT.md). */
 #ifndef MOEFR_ACLNNOP_MOE_TOKEN_PERMUTE_GRAD_H_
 #define MOEFR_ACLNNOP_MOE_TOKEN_PERMUTE_GRAD_H_
 

@@ -14,7 +14,10 @@
  * sortedIndices INT32; ND; out contiguous. Phase 1: 161001 NULL pointers;
  * 161002 dtype/format (and paddedMode on Ascend 950); 561002 the tiling checks
  * (docs/CANN_COMPAT.md); out empty: success. Phase 2: a negative index is
- * 161002, out untouched. */
+ * 161002, out untouched. MOEFR_STRICT=1 adds the docs' rule before any write:
+ * values in [0, T) (T = R*K), none twice; values in [M, T) stay dropped terms
+ * (the tokens numOutTokens cut); 161002, out untouched (the same rule as
+ * TokenPermuteGrad's and InitRoutingV2Grad's, docs/CANN_COMPAT.md). */
 #ifndef MOEFR_ACLNNOP_MOE_TOKEN_UNPERMUTE_H_
 #define MOEFR_ACLNNOP_MOE_TOKEN_UNPERMUTE_H_
 

@@ -165,7 +165,8 @@ aclnnStatus mf_fwd_publish(const mf_op_def *def, const int8_t *at, const aclTens
      * the inputs whose elements are not adjacent (kernels read unit-stride rows). */
     uint64_t used = 0;
     if (p->strict && p->N > 0) {
-        const int64_t bits = p->D0 < ((int64_t)1 << 31) ? p->D0 : ((int64_t)1 << 31); /* int32 reach */
+        const int64_t hi = p->drop_pad ? p->D0 : p->N; /* run.c's strict range */
+        const int64_t bits = hi < ((int64_t)1 << 31) ? hi : ((int64_t)1 << 31); /* int32 reach */
         p->ws_bitmap = mf_carve(&used, mf_bitmap_bytes(bits));
     }
     const int64_t H = p->H;

@@ -103,7 +103,9 @@ static void fwd_tokens(void *vctx, int64_t r0, int64_t r1) {
  * refused; in drop-pad modes -1 is a dropped slot, in modes 0/2 (Ascend 950)
  * so is any value at or past expandedX's rows. MOEFR_STRICT=1 adds the
  * documented rules: modes 0/2 a permutation-style index in [0, R*K), no
- * value twice (modes 1/3: no value but -1 twice). */
+ * value twice (modes 1/3: no value but -1 twice). A value in [rows, R*K)
+ * stays a dropped slot under it (Ascend 950: the tokens TokenUnpermute's
+ * numOutTokens cut), as in TokenPermuteGrad and InitRoutingV2Grad. */
 static aclnnStatus check_values(const fwd_ctx *c, void *ws) {
     const fwd_plan *p = c->p;
     const char *OP = p->def->name, *IDX = p->def->names[p->at[F_IDX]];
@@ -123,7 +125,7 @@ static aclnnStatus check_values(const fwd_ctx *c, void *ws) {
                            p->drop_pad ? "; -1 drops a slot" : "");
     }
     if (p->strict) {
-        int64_t shi = p->drop_pad ? p->D0 : (p->D0 < p->N ? p->D0 : p->N);
+        int64_t shi = p->drop_pad ? p->D0 : p->N;
         if (shi > ((int64_t)1 << 31)) shi = (int64_t)1 << 31; /* int32 reach */
         aclnnStatus rc = mf_check_index(OP, IDX, &c->idx, p->N, 0, lo, shi, (uint64_t *)ws);
         if (rc != ACLNN_SUCCESS) return rc;

@@ -79,6 +79,7 @@ aclnnStatus mf_irg_check_shapes(const mf_op_def *def, const aclTensor *const *t,
     p->H = H;
     p->D0 = D0;
     p->keep_below = mode == 0 && active > 0 ? active : INT64_MAX;
+    mf_route_grad_strict(p);
     return ACLNN_SUCCESS;
 }
 

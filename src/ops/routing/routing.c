@@ -200,6 +200,12 @@ static void irg_tokens(void *vctx, int64_t r0, int64_t r1) {
     }
 }
 
+void mf_route_grad_strict(mf_route_grad_plan *p) {
+    p->strict = mf_index_strict();
+    p->strict_lo = p->mode == 1 ? -1 : 0;
+    p->strict_hi = p->mode == 1 ? p->D0 : p->N * p->K;
+}
+
 aclnnStatus mf_route_grad_run(const char *op, const char *idx_name, const mf_route_grad_plan *p, const aclTensor *g,
                               const aclTensor *it, char *out, void *workspace) {
     const char *ib = mf_tensor_base(it);
@@ -216,6 +222,13 @@ aclnnStatus mf_route_grad_run(const char *op, const char *idx_name, const mf_rou
             return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s[%lld] = %d is out of range [%s, %lld)", op, idx_name,
                            (long long)i, (int)v, p->mode == 1 ? "-1" : "0", (long long)p->D0);
         }
+    }
+    if (p->strict) { /* the docs' rule, as TokenUnpermute's (the forward core) and the grad core's */
+        const int64_t hi = p->strict_hi < ((int64_t)1 << 31) ? p->strict_hi : ((int64_t)1 << 31);
+        const mf_small all = {(const char *)idx, 4, 0, ACL_INT32};
+        aclnnStatus rc = mf_check_index(op, idx_name, &all, T, 0, p->strict_lo, hi,
+                                        (uint64_t *)((char *)idx + mf_route_grad_bitmap_at(p)));
+        if (rc != ACLNN_SUCCESS) return rc;
     }
     irg_ctx c = {p, mf_rows_of(g), idx, out};
     const int64_t row_bytes = p->H * (int64_t)p->es * (p->K + 1);

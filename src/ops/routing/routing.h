@@ -65,18 +65,34 @@ typedef struct mf_route_grad_plan {
     int64_t keep_below;   /* mode 0: values at or past it are skipped (INT64_MAX: none) */
     int dtype;
     size_t es;
+    /* MOEFR_STRICT=1 (read at phase 1): the docs' rule, values in [strict_lo,
+     * strict_hi) and none twice but -1; strict_lo -1 in mode 1, else 0;
+     * strict_hi E*C in mode 1, else N*K (the same rule as the forward's and
+     * the grad core's: docs/CANN_COMPAT.md, "MOEFR_STRICT=1") */
+    bool strict;
+    int64_t strict_lo, strict_hi;
 } mf_route_grad_plan;
 /* Signature slots of InitRoutingV2Grad, and its tiling checks over them
  * (moe_init_routing_v2_grad_tiling_base.cpp order); fills p's shape fields. */
 enum { MF_IRG_G, MF_IRG_IDX, MF_IRG_OUT, MF_IRG_NT };
 aclnnStatus mf_irg_check_shapes(const mf_op_def *def, const aclTensor *const *t, int64_t topK, int64_t mode,
                                 int64_t active, mf_route_grad_plan *p);
-/* Workspace bytes the core needs (the N*K index values). */
+/* Fills p's strict fields from MOEFR_STRICT (after the shape fields). */
+void mf_route_grad_strict(mf_route_grad_plan *p);
+/* The strict-mode bitmap's offset: after the N*K index values, 64-aligned. */
+static inline uint64_t mf_route_grad_bitmap_at(const mf_route_grad_plan *p) {
+    return ((uint64_t)(p->N * p->K) * 4 + 63) & ~(uint64_t)63;
+}
+/* Workspace bytes the core needs (the N*K index values; strict: the bitmap). */
 static inline uint64_t mf_route_grad_workspace(const mf_route_grad_plan *p) {
-    return mf_workspace_with_slack((uint64_t)(p->N * p->K) * 4);
+    const int64_t bits = p->strict_hi < ((int64_t)1 << 31) ? p->strict_hi : ((int64_t)1 << 31);
+    return mf_workspace_with_slack(p->strict ? mf_route_grad_bitmap_at(p) + mf_bitmap_bytes(bits)
+                                             : (uint64_t)(p->N * p->K) * 4);
 }
 /* Phase 2: every kept index checked against [0, D0) (161002 naming idx_name,
- * nothing written), then out (N, H contiguous) in parallel, fp32 in k order. */
+ * nothing written), under MOEFR_STRICT=1 also the docs' rule (range and
+ * repeats, see the plan), then out (N, H contiguous) in parallel, fp32 in k
+ * order. */
 aclnnStatus mf_route_grad_run(const char *op, const char *idx_name, const mf_route_grad_plan *p, const aclTensor *g,
                               const aclTensor *idx, char *out, void *workspace);
 

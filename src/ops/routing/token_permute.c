@@ -239,6 +239,7 @@ static aclnnStatus check_grad_a2(const aclTensor *const *t, int64_t topK, bool p
     p->H = g->dims[1];
     p->D0 = g->dims[0];
     p->keep_below = g->dims[0]; /* the rows numOutTokens cut: absent terms */
+    mf_route_grad_strict(p);
     return ACLNN_SUCCESS;
 }
 

@@ -189,10 +189,10 @@ else:
 print('torch_npu from', torch_npu.__file__)"
 # Each run starts from an empty environment, so only what the scripts set is seen (from $work: no source tree).
 clean() { env -i HOME="$HOME" PATH=/usr/bin:/bin "$@"; }
-for src in "bash|. '$prefix/set_env.sh' --torch-npu" "bash|. '$prefix/bin/setenv.bash' --torch-npu" \
+for how in "bash|. '$prefix/set_env.sh' --torch-npu" "bash|. '$prefix/bin/setenv.bash' --torch-npu" \
            "sh|MOEFR_TORCH_NPU=1 . '$prefix/set_env.sh'"; do
-  (cd "$work" && clean "${src%%|*}" -c "${src#*|} && exec $py -c \"\$0\" '$prefix'" "$probe") ||
-    fail "import torch_npu after ${src%%|*}: ${src#*|}"
+  (cd "$work" && clean "${how%%|*}" -c "${how#*|} && exec $py -c \"\$0\" '$prefix'" "$probe") ||
+    fail "import torch_npu after ${how%%|*}: ${how#*|}"
 done
 # without the switch: no torch_npu (Debian's python has none); with it, the shim comes before dist-packages
 (cd "$work" && clean bash -c ". '$prefix/set_env.sh' && exec $py -c 'import torch_npu'") >/dev/null 2>&1 &&

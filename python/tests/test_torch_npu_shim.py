@@ -198,7 +198,10 @@ class TorchNpu(unittest.TestCase):
             self.assertIs(npu.current_stream(), s)
         finally:
             npu.set_stream(d)
-        # what MindSpeed's alltoall_dispatch and vllm-ascend's dispatchers call
+        # what MindSpeed's alltoall_dispatch and vllm-ascend's dispatchers call (vllm-ascend's
+        # moe_comm_method annotates fields as `torch.npu.Event | None`)
+        self.assertEqual((npu.Event | None).__args__, (npu.Event, type(None)))
+        self.assertIsInstance(npu.current_stream().record_event(), npu.Event)
         npu.current_stream().synchronize()
         s.wait_stream(npu.current_stream())
         e = s.record_event()

@@ -8,7 +8,7 @@
  * message naming position and value and leaves every output byte as it was;
  * without it each succeeds. Values in [rows, R*K) (the rows numOutTokens /
  * activeNum cut) are dropped slots under both settings, and the outputs then
- * match a plain loop. Registered plain and with MOEFR_STRICT=1 (the test
+ * match a plain loop; a negative value is refused by all under MOEFR_STRICT=1. Registered plain and with MOEFR_STRICT=1 (the test
  * reads the variable). */
 #include "aclnnop/aclnn_moe_finalize_routing_v2.h"
 #include "aclnnop/aclnn_moe_init_routing_v2_grad.h"
@@ -130,22 +130,29 @@ static const struct {
     int weighted; /* 1: out is the probs-weighted sum; 0: plain sum; -1: not compared */
     int pad;      /* drop-pad layout: -1 is a dropped slot, the rows are E*C */
     int rows_le_t; /* phase 1 wants rows <= R*K (FinalizeRoutingV2Grad's activeNum rule) */
+    int neg_dropped; /* without MOEFR_STRICT a negative index is a dropped slot (TUG on 950), else refused */
 } OPS[] = {
-    {"aclnnMoeTokenUnpermute", "sortedIndices", token_unpermute, 1, 0, 0},
-    {"aclnnMoeTokenUnpermuteGrad", "sortedIndices", token_unpermute_grad, -1, 0, 1},
-    {"aclnnMoeTokenPermuteGrad", "sortedIndices", token_permute_grad, 0, 0, 0},
-    {"aclnnMoeInitRoutingV2Grad", "expandedRowIdx", init_routing_v2_grad, 0, 0, 0},
-    {"aclnnMoeInitRoutingV2Grad", "expandedRowIdx", init_routing_v2_grad_pad, 0, 1, 0},
-    {"aclnnMoeFinalizeRoutingV2", "expandedRowIdx", finalize_v2_mode2, 1, 0, 0},
+    {"aclnnMoeTokenUnpermute", "sortedIndices", token_unpermute, 1, 0, 0, 0},
+    {"aclnnMoeTokenUnpermuteGrad", "sortedIndices", token_unpermute_grad, -1, 0, 1, 1},
+    {"aclnnMoeTokenPermuteGrad", "sortedIndices", token_permute_grad, 0, 0, 0, 0},
+    {"aclnnMoeInitRoutingV2Grad", "expandedRowIdx", init_routing_v2_grad, 0, 0, 0, 0},
+    {"aclnnMoeInitRoutingV2Grad", "expandedRowIdx", init_routing_v2_grad_pad, 0, 1, 0, 0},
+    {"aclnnMoeFinalizeRoutingV2", "expandedRowIdx", finalize_v2_mode2, 1, 0, 0, 0},
 };
 
 /* One call with one index: refused_when_strict -> under MOEFR_STRICT=1 161002 with frag in the
  * message and no output byte written; otherwise success, out compared with the plain loop. */
+static void one_as(size_t o, const int32_t *idx, int64_t D, int refused_when_strict, int refused_always,
+                   const char *frag);
 static void one(size_t o, const int32_t *idx, int64_t D, int refused_when_strict, const char *frag) {
+    one_as(o, idx, D, refused_when_strict, 0, frag);
+}
+static void one_as(size_t o, const int32_t *idx, int64_t D, int refused_when_strict, int refused_always,
+                   const char *frag) {
     const size_t n0 = (size_t)MAXD * H * 4, n1 = (size_t)R * K * 4;
     unsigned char *out0 = tu_poisoned(n0), *out1 = tu_poisoned(n1);
     aclnnStatus rc = OPS[o].fn(idx, D, (float *)out0, (float *)out1);
-    const int want_refused = STRICT && refused_when_strict;
+    const int want_refused = refused_always || (STRICT && refused_when_strict);
     char what[160];
     snprintf(what, sizeof what, "%s (%s) with %s = {%d %d %d %d %d %d}, %lld rows", OPS[o].name,
              OPS[o].pad ? "drop-pad" : "dropless", OPS[o].idx_name, idx[0], idx[1], idx[2], idx[3], idx[4], idx[5],
@@ -197,6 +204,10 @@ int main(void) {
         /* fewer rows than R*K: values 4 and 5 name the rows numOutTokens / activeNum cut, a dropped slot
          * under both settings (in the docs' range) */
         one(o, perm, 4, 0, NULL);
+        /* a negative index: outside the docs' range everywhere; without MOEFR_STRICT only
+         * TokenUnpermuteGrad on Ascend 950 (FinalizeRoutingV2Grad) takes it as a dropped slot */
+        const int32_t neg[T] = {3, 0, -1, 1, 4, 2};
+        one_as(o, neg, T, 1, !OPS[o].neg_dropped, "[2] = -1");
     }
     printf("test_index_strict: %d cases, %d checks, %d failed (MOEFR_STRICT %d)\n", g_cases, g_checks, g_fail, STRICT);
     return g_fail != 0;

@@ -18,8 +18,9 @@
  * 161002 dtype/format (and paddedMode on Ascend 950); 561002 the tiling
  * checks; all outputs empty: success. Phase 2: an index CANN would read or
  * write out of bounds with is 161002, outputs untouched. MOEFR_STRICT=1 adds
- * the docs' rule (FinalizeRoutingV2Grad mode 0's): values in [-1, R*K), none
- * twice but -1; 161002, outputs untouched (docs/CANN_COMPAT.md). */
+ * the docs' rule before any write: values in [0, R*K), none twice (values in
+ * [M, R*K) stay dropped); 161002, outputs untouched (the same rule as
+ * TokenPermuteGrad's, docs/CANN_COMPAT.md). */
 #ifndef MOEFR_ACLNNOP_MOE_TOKEN_UNPERMUTE_GRAD_H_
 #define MOEFR_ACLNNOP_MOE_TOKEN_UNPERMUTE_GRAD_H_
 

@@ -26,7 +26,8 @@ typedef struct grad_plan {
     int64_t R, K, H, N;         /* N = R*K entries of expandedRowIdx */
     int64_t D0;                 /* rows of gradExpandedXOut; kept d is in [0, D0) */
     int64_t rows;               /* min(D0, 2^31): the rows an int32 index can name */
-    int64_t strict_hi;          /* strict: values must lie in [-1, strict_hi) */
+    int64_t strict_hi;          /* strict: values must lie in [-1, strict_hi) ... */
+    bool strict_no_neg;         /* ... or [0, strict_hi) (TokenUnpermuteGrad: its docs' range) */
     int64_t E;                  /* bias rows */
     int dtype;                  /* gradY's aclDataType */
     mf_dt dt;

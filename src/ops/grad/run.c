@@ -294,11 +294,11 @@ static void grad_unowned(void *vctx, int64_t r0, int64_t r1) {
 
 /* MOEFR_STRICT=1: CANN's documented index rules, which its kernel does not
  * enforce: every value in [-1, R*K) (mode 0) or [-1, E*C) (mode 1), no value
- * but -1 twice. */
+ * but -1 twice; TokenUnpermuteGrad's docs: [0, R*K). */
 static aclnnStatus check_strict(const grad_ctx *c, void *ws) {
     const grad_plan *p = c->p;
     const int64_t bits = p->strict_hi < ((int64_t)1 << 31) ? p->strict_hi : ((int64_t)1 << 31);
-    return mf_check_index(p->op, p->idx_name, &c->idx, p->N, 0, -1, bits, (uint64_t *)ws);
+    return mf_check_index(p->op, p->idx_name, &c->idx, p->N, 0, p->strict_no_neg ? 0 : -1, bits, (uint64_t *)ws);
 }
 
 aclnnStatus mf_grad_run(const void *vplan, const aclTensor *const *slots, void *workspace) {

@@ -206,6 +206,7 @@ aclnnStatus aclnnMoeTokenUnpermuteGradGetWorkspaceSize(
     pl.mode = 0;
     pl.has_scales = probsOptional != NULL;
     pl.neg_error = a2; /* A2/A3's kernel writes row d for every d < M, negative ones too */
+    pl.strict_no_neg = true; /* MOEFR_STRICT=1: the docs' [0, R*K), as TokenPermuteGrad's */
     /* without probs permutedTokens is only measured and probsGradOut not written */
     const unsigned unused = pl.has_scales ? 0 : 1u << at[G_X] | 1u << at[G_GS];
     if (mf_op_outputs_empty(def, t)) {

@@ -149,6 +149,21 @@ class ReRouting(unittest.TestCase):
         wpt, _, widx, wnum = reference(tokens, good, None)
         self.assertTrue(same_bits(pt, wpt) and torch.equal(idx, widx) and torch.equal(num, wnum))
 
+    def test_signature(self):
+        """op_plugin_functions.yaml: npu_moe_re_routing(Tensor tokens, Tensor expert_token_num_per_rank, *,
+        Tensor? per_token_scales=None, int expert_token_num_type=1, int idx_type=0, int? tokens_dtype=None)."""
+        import inspect
+        ps = list(inspect.signature(torch_npu.npu_moe_re_routing).parameters.values())
+        want = [("tokens", False, None), ("expert_token_num_per_rank", False, None), ("per_token_scales", True, None),
+                ("expert_token_num_type", True, 1), ("idx_type", True, 0), ("tokens_dtype", True, None)]
+        self.assertEqual([p.name for p in ps], [w[0] for w in want])
+        for p, (name, kwonly, default) in zip(ps, want):
+            self.assertEqual(p.kind == inspect.Parameter.KEYWORD_ONLY, kwonly, name)
+            self.assertEqual(p.default is not inspect.Parameter.empty, kwonly, name)
+            if kwonly:
+                self.assertEqual(p.default, default, name)
+        self.assertIn("npu_moe_re_routing", torch_npu.__all__)
+
     def test_errors(self):
         tokens = torch.randn(6, 4).half()
         counts = torch.tensor([[1, 2], [2, 1]], dtype=torch.int32)

@@ -6,7 +6,10 @@
  *     read T gathered rows of H and write them, write T*4 row indices:
  *     2*T*H*es + 8*T;
  *   TokenUnpermute (with probs): read T rows and T*4 indices and T probs,
- *     write N rows: (T + N)*H*es + T*(4 + es).
+ *     write N rows: (T + N)*H*es + T*(4 + es);
+ *   ReRouting (T received tokens, 8 ranks x 8 experts, fp32 per-token
+ *     scales; bf16 only, CANN has no fp32 tokens): read and write T rows and
+ *     T scales, write T*4 indices: 2*T*H*es + 12*T.
  * The yardstick copies half those bytes (so it reads and writes as many). Each
  * operator run (both phases, the sort included) is paired with a copy run
  * right after it; ratio = the median of the pairs' copy/op time ratios, GB/s
@@ -20,6 +23,7 @@
 #include "aclnnop/aclnn_moe_init_routing_v2.h"
 #include "aclnnop/aclnn_moe_token_permute.h"
 #include "aclnnop/aclnn_moe_token_unpermute.h"
+#include "aclnnop/aclnn_moe_re_routing.h"
 #include "bench/bench.h"
 #include "moefr/moefr.h"
 
@@ -30,6 +34,12 @@ typedef struct rt_prob {
     char *x, *ex, *out, *probs;
     int32_t *eidx, *row, *perm;
     aclTensor *tx, *te, *tex, *trow, *tperm, *tprobs, *tout;
+    /* ReRouting: T tokens (rt_tok), scales, counts (8 x 8), outputs */
+    char *rr_tok, *rr_out;
+    float *rr_scl, *rr_pscl;
+    int32_t *rr_idx;
+    int64_t rr_cnt[64], rr_enu[8];
+    aclTensor *trr_tok, *trr_out, *trr_scl, *trr_pscl, *trr_idx, *trr_cnt, *trr_enu;
 } rt_prob;
 
 static uint64_t g_state = 0x9E3779B97F4A7C15ull;
@@ -65,19 +75,38 @@ static int rt_make(rt_prob *p, int64_t N, int64_t K, int64_t H, int64_t E, aclDa
     p->tx = mk(2, N, H, dt, p->x), p->te = mk(2, N, K, ACL_INT32, p->eidx), p->tex = mk(2, T, H, dt, p->ex);
     p->trow = mk(1, T, 0, ACL_INT32, p->row), p->tperm = mk(1, T, 0, ACL_INT32, p->perm);
     p->tprobs = mk(2, N, K, dt, p->probs), p->tout = mk(2, N, H, dt, p->out);
+    if (dt == ACL_BF16) { /* ReRouting: the received tokens split at random over 8 ranks x 8 experts */
+        p->rr_tok = bench_alloc((size_t)(T * H) * p->es);
+        p->rr_out = bench_alloc((size_t)(T * H) * p->es);
+        p->rr_scl = bench_alloc((size_t)T * 4 + 4), p->rr_pscl = bench_alloc((size_t)T * 4 + 4);
+        p->rr_idx = bench_alloc((size_t)T * 4 + 4);
+        if (!p->rr_tok || !p->rr_out || !p->rr_scl || !p->rr_pscl || !p->rr_idx) return -1;
+        for (int64_t i = 0; i < T * H * (int64_t)p->es; i++) p->rr_tok[i] = (char)(rnd32() & 0x3f);
+        memset(p->rr_out, 0, (size_t)(T * H) * p->es);
+        for (int64_t i = 0; i < T; i++) p->rr_scl[i] = (float)(rnd32() & 0xff);
+        memset(p->rr_cnt, 0, sizeof p->rr_cnt);
+        for (int64_t i = 0; i < T; i++) p->rr_cnt[rnd32() % 64]++;
+        p->trr_tok = mk(2, T, H, dt, p->rr_tok), p->trr_out = mk(2, T, H, dt, p->rr_out);
+        p->trr_scl = mk(1, T, 0, ACL_FLOAT, p->rr_scl), p->trr_pscl = mk(1, T, 0, ACL_FLOAT, p->rr_pscl);
+        p->trr_idx = mk(1, T, 0, ACL_INT32, p->rr_idx), p->trr_cnt = mk(2, 8, 8, ACL_INT64, p->rr_cnt);
+        p->trr_enu = mk(1, 8, 0, ACL_INT64, p->rr_enu);
+    }
     return 0;
 }
 
 static void rt_free(rt_prob *p) {
-    aclTensor *t[] = {p->tx, p->te, p->tex, p->trow, p->tperm, p->tprobs, p->tout};
+    aclTensor *t[] = {p->tx,      p->te,      p->tex,     p->trow,     p->tperm,   p->tprobs,  p->tout,
+                      p->trr_tok, p->trr_out, p->trr_scl, p->trr_pscl, p->trr_idx, p->trr_cnt, p->trr_enu};
     for (size_t i = 0; i < sizeof t / sizeof *t; i++)
         if (t[i]) aclDestroyTensor(t[i]);
-    void *b[] = {p->x, p->ex, p->out, p->probs, p->eidx, p->row, p->perm};
+    void *b[] = {p->x, p->ex, p->out, p->probs, p->eidx, p->row, p->perm, p->rr_tok, p->rr_out, p->rr_scl, p->rr_pscl,
+                 p->rr_idx};
     for (size_t i = 0; i < sizeof b / sizeof *b; i++) bench_free(b[i]);
 }
 
-enum { OP_INIT, OP_PERMUTE, OP_UNPERMUTE };
-static const char *const OP_NAME[] = {"aclnnMoeInitRoutingV2", "aclnnMoeTokenPermute", "aclnnMoeTokenUnpermute"};
+enum { OP_INIT, OP_PERMUTE, OP_UNPERMUTE, OP_REROUTE };
+static const char *const OP_NAME[] = {"aclnnMoeInitRoutingV2", "aclnnMoeTokenPermute", "aclnnMoeTokenUnpermute",
+                                      "aclnnMoeReRouting"};
 
 static void *g_ws;
 static uint64_t g_ws_size;
@@ -93,8 +122,11 @@ static double rt_run(rt_prob *p, int op) {
                                                    &e);
     else if (op == OP_PERMUTE)
         rc = aclnnMoeTokenPermuteGetWorkspaceSize(p->tx, p->te, 0, false, p->tex, p->trow, &w, &e);
-    else
+    else if (op == OP_UNPERMUTE)
         rc = aclnnMoeTokenUnpermuteGetWorkspaceSize(p->tex, p->tperm, p->tprobs, false, NULL, p->tout, &w, &e);
+    else
+        rc = aclnnMoeReRoutingGetWorkspaceSize(p->trr_tok, p->trr_cnt, p->trr_scl, 1, 0, p->trr_out, p->trr_pscl,
+                                               p->trr_idx, p->trr_enu, &w, &e);
     if (rc != 0) {
         fprintf(stderr, "bench --routing: %s phase 1 = %d (%s)\n", OP_NAME[op], rc, aclGetRecentErrMsg());
         return -1;
@@ -107,7 +139,8 @@ static double rt_run(rt_prob *p, int op) {
     }
     if (op == OP_INIT) rc = aclnnMoeInitRoutingV2(g_ws, w, e, NULL);
     else if (op == OP_PERMUTE) rc = aclnnMoeTokenPermute(g_ws, w, e, NULL);
-    else rc = aclnnMoeTokenUnpermute(g_ws, w, e, NULL);
+    else if (op == OP_UNPERMUTE) rc = aclnnMoeTokenUnpermute(g_ws, w, e, NULL);
+    else rc = aclnnMoeReRouting(g_ws, w, e, NULL);
     if (rc != 0) {
         fprintf(stderr, "bench --routing: %s phase 2 = %d (%s)\n", OP_NAME[op], rc, aclGetRecentErrMsg());
         return -1;
@@ -124,6 +157,7 @@ static int rt_row(rt_prob *p, int op, int reps, int markdown) {
     const int64_t T = p->N * p->K;
     const double es = (double)p->es;
     const double bytes = op == OP_UNPERMUTE ? (double)(T + p->N) * p->H * es + (double)T * (4 + es)
+                         : op == OP_REROUTE ? 2.0 * (double)T * p->H * es + 12.0 * (double)T
                                             : 2.0 * (double)T * p->H * es + 8.0 * (double)T;
     const size_t half = (size_t)(bytes / 2);
     char *src = bench_alloc(half + 64), *dst = bench_alloc(half + 64);
@@ -174,6 +208,7 @@ int bench_routing(int64_t N, int64_t K, int64_t H, int64_t E, int reps, int mark
             return 1;
         }
         for (int op = 0; op < 3; op++) fails += rt_row(&p, op, reps, markdown) != 0;
+        if (dts[d] == ACL_BF16) fails += rt_row(&p, OP_REROUTE, reps, markdown) != 0;
         rt_free(&p);
     }
     bench_free(g_ws);

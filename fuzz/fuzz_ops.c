@@ -671,6 +671,57 @@ static bool mk_gmm4(fz_in *in, rng *r, fo_prob *p) {
     return true;
 }
 
+/* MoeReRouting: tokens (A, H) FLOAT16/BF16/INT8, counts (N, E) INT32/INT64 adding up to S <= A,
+ * per-token scales (A) FLOAT or none | permuteTokensOut (A, H), permutePerTokenScalesOut (A),
+ * permuteTokenIdxOut (A), expertTokenNumOut (E). Oracle from the documented offsets (block (r, e)
+ * from the blocks before it rank-major to those before it expert-major); rows S..A-1 zero; bytes
+ * equal. idxType 0 (the only one A2/A3 take). */
+static bool mk_rr(fz_in *in, rng *r, fo_prob *p) {
+    static const int TD[3] = {ACL_FLOAT16, ACL_BF16, ACL_INT8};
+    const int dt = TD[fz_u8(in) % 3], cdt = fz_u8(in) & 1 ? ACL_INT64 : ACL_INT32;
+    const bool sc = fz_u8(in) & 1;
+    const int64_t A = fz_range(in, 0, 24), H = fz_range(in, 1, 9), N = fz_range(in, 1, 4), E = fz_range(in, 1, 4);
+    const int64_t S = fz_u8(in) & 3 ? A : fz_range(in, 0, A);
+    int64_t c[16] = {0};
+    for (int64_t i = 0; i < S; i++) c[rrange(r, 0, N * E - 1)]++;
+    const size_t es = esize(dt);
+    uint8_t *tok = fo_new(p, 0, dt, 2, A, H, 0);
+    for (int64_t i = 0; i < A * H * (int64_t)es; i++) tok[i] = (uint8_t)rnext(r);
+    uint8_t *cnt = fo_new(p, 1, cdt, 2, N, E, 0);
+    for (int64_t i = 0; i < N * E; i++) put_idx(cdt, cnt, i, c[i]);
+    uint8_t *scl = NULL;
+    if (sc) {
+        scl = fo_new(p, 2, ACL_FLOAT, 1, A, 0, 0);
+        fill_small(r, ACL_FLOAT, scl, A);
+    }
+    fo_new(p, 3, dt, 2, A, H, 0);
+    fo_new(p, 4, ACL_FLOAT, 1, A, 0, 0);
+    fo_new(p, 5, ACL_INT32, 1, A, 0, 0);
+    fo_new(p, 6, cdt, 1, E, 0, 0);
+    uint8_t *wt = fo_want(p, 3), *ws = sc ? fo_want(p, 4) : NULL, *wi = fo_want(p, 5), *we = fo_want(p, 6);
+    for (int64_t rr = 0; rr < N; rr++)
+        for (int64_t e = 0; e < E; e++) {
+            int64_t src = 0, dst = 0;
+            for (int64_t k = 0; k < rr * E + e; k++) src += c[k];
+            for (int64_t k = 0; k < N * E; k++) {
+                const int64_t kr = k / E, ke = k % E;
+                if (ke < e || (ke == e && kr < rr)) dst += c[k];
+            }
+            for (int64_t i = 0; i < c[rr * E + e]; i++) {
+                memcpy(wt + (dst + i) * H * (int64_t)es, tok + (src + i) * H * (int64_t)es, (size_t)H * es);
+                if (sc) memcpy(ws + (dst + i) * 4, scl + (src + i) * 4, 4);
+                put_idx(ACL_INT32, wi, dst + i, src + i);
+            }
+        }
+    for (int64_t e = 0; e < E; e++) {
+        int64_t t = 0;
+        for (int64_t rr = 0; rr < N; rr++) t += c[rr * E + e];
+        put_idx(cdt, we, e, t);
+    }
+    p->a[0].i = 1, p->a[1].i = 0;
+    return true;
+}
+
 typedef bool (*mk_fn)(fz_in *in, rng *r, fo_prob *p);
 /* One row per operator: its aclnn name and how to make a valid small problem
  * with its oracle (NULL: hostile descriptors and data only, as for an
@@ -695,6 +746,7 @@ static const struct {
     {"aclnnSwiGlu", mk_swiglu},
     {"aclnnSwiGluGrad", mk_swiglu_grad},
     {"aclnnGroupedMatmulV4", mk_gmm4},
+    {"aclnnMoeReRouting", mk_rr},
 };
 static mk_fn row_of(const char *name) {
     for (size_t i = 0; i < sizeof ROWS / sizeof ROWS[0]; i++)

@@ -20,6 +20,7 @@
 #include "aclnnop/aclnn_grouped_matmul_v3.h"
 #include "aclnnop/aclnn_grouped_matmul_v4.h"
 #include "aclnnop/aclnn_grouped_matmul_v5.h"
+#include "aclnnop/aclnn_moe_re_routing.h"
 #include "moefr/moefr.h"
 #include "acl/acl.h"
 

@@ -84,5 +84,7 @@ int cmd_gating(int argc, char **argv, int first);
 /* tools/cmd_mlp.c: */
 int cmd_swiglu(int argc, char **argv, int first);
 int cmd_gmm(int argc, char **argv, int first);
+/* tools/cmd_re_routing.c: */
+int cmd_re_routing(int argc, char **argv, int first);
 
 #endif /* MOEFR_TOOLS_CLI_H_ */

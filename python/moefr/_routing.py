@@ -31,6 +31,7 @@ _SIGNATURES = {
     "aclnnGroupedMatmulV4": [_vp] * 12 + [_i64] * 4 + [_vp] * 3,
     "aclnnGroupedMatmul": [_vp] * 8 + [_i64, _vp],
     "aclnnSwiGluGrad": [_vp, _vp, _i64, _vp],
+    "aclnnMoeReRouting": [_vp, _vp, _vp, _i64, _i64, _vp, _vp, _vp, _vp],
 }
 
 POISON_OUTPUTS = False  # tests: fill fresh floating outputs with NaN before the library writes
@@ -197,6 +198,24 @@ def swiglu_grad(grad_out, x, dim):
     out = empty(tuple(x.shape), x.dtype)
     run("aclnnSwiGluGrad", grad_out, x, int(dim), out)
     return out
+
+
+def re_routing(tokens, expert_token_num_per_rank, per_token_scales, expert_token_num_type, idx_type):
+    """aclnnMoeReRouting -> (permute_tokens, permute_per_token_scales, permute_token_idx,
+    expert_token_num). Output shapes as torch_npu allocates them; without scales the scale output
+    is (A,) float32 zeros (the operator does not write it)."""
+    A = tokens.shape[0] if tokens.dim() >= 1 else 0
+    pt = empty(tokens.shape, tokens.dtype)
+    if per_token_scales is not None:
+        ps = empty(per_token_scales.shape, per_token_scales.dtype)
+    else:
+        ps = torch.zeros((A,), dtype=torch.float32)
+    idx = empty((A,), torch.int32)
+    E = expert_token_num_per_rank.shape[1] if expert_token_num_per_rank.dim() >= 2 else 0
+    cnt = empty((E,), expert_token_num_per_rank.dtype)
+    run("aclnnMoeReRouting", tokens, expert_token_num_per_rank, per_token_scales, int(expert_token_num_type),
+        int(idx_type), pt, ps, idx, cnt)
+    return pt, ps, idx, cnt
 
 
 def _tensor_list_api(lib):

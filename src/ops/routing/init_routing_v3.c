@@ -51,7 +51,7 @@ typedef struct v3_plan {
     int xdt;
     int64_t N, K, T, H, E, C, start, end, L;
     size_t es;
-    uint64_t ws_key, ws_perm, ws_counts, ws_map, ws_sort, ws_bytes;
+    uint64_t ws_key, ws_key2, ws_pos, ws_perm, ws_counts, ws_map, ws_sort, ws_bytes;
 } v3_plan;
 
 #define need_rank(i, t, rank) mf_check_rank(OP, TILING, NAMES[i], t, rank)
@@ -237,6 +237,8 @@ aclnnStatus aclnnMoeInitRoutingV3GetWorkspaceSize(
     if (pl.empty) return mf_op_publish(&DEF, t, 0, &pl, sizeof pl, v3_run, 0, workspaceSize, executor);
     uint64_t used = 0;
     pl.ws_key = mf_carve(&used, (uint64_t)T * 4);
+    pl.ws_key2 = mf_carve(&used, (uint64_t)T * 4);
+    pl.ws_pos = mf_carve(&used, (uint64_t)T * 4);
     pl.ws_perm = mf_carve(&used, (uint64_t)T * 4);
     pl.ws_counts = mf_carve(&used, (uint64_t)pl.L * 8);
     if (pl.drop_pad) pl.ws_map = mf_carve(&used, (uint64_t)EC * 4);
@@ -347,23 +349,35 @@ static aclnnStatus v3_run(const void *plan, const aclTensor *const *t, void *wor
     uint32_t *key = (uint32_t *)(ws + p->ws_key);
     int32_t *perm = (int32_t *)(ws + p->ws_perm);
     int64_t *counts = (int64_t *)(ws + p->ws_counts);
-    /* keys: ids in [start, end) first by id, then ids past the range by id,
-     * then ids below it (CANN's sort puts them last); no id is refused, none
-     * is used as an address */
+    /* CANN's order: ids in [start, end) first by id, then ids past the
+     * range by id, then ids below it in position order (its sort gives them
+     * all the lowest key). Keys are id - start (< 2^31); the ids below start
+     * are left out of the sort and appended. No id is refused, none is used
+     * as an address. */
     const mf_small ev = mf_small_of(t[S_EIDX]);
-    const uint32_t LAST = (uint32_t)(MF_SORT_KEY_MAX - 1);
+    uint32_t *key2 = (uint32_t *)(ws + p->ws_key2);
+    int32_t *pos = (int32_t *)(ws + p->ws_pos);
     uint32_t kmax = 0;
-    int64_t A = 0;
+    int64_t A = 0, n2 = 0;
     memset(counts, 0, (size_t)L * 8);
     for (int64_t r = 0; r < p->N; r++)
         for (int64_t k = 0; k < K; k++) {
-            const int64_t e = mf_small_index(&ev, r, k);
-            const uint32_t kk = e < start ? LAST : (uint32_t)(e - start);
-            key[r * K + k] = kk;
+            const int64_t e = mf_small_index(&ev, r, k), j = r * K + k;
+            if (e < start) {
+                key[j] = UINT32_MAX;
+                continue;
+            }
+            const uint32_t kk = (uint32_t)(e - start);
+            key[j] = kk;
+            key2[n2] = kk;
+            pos[n2++] = (int32_t)j;
             if (kk > kmax) kmax = kk;
-            if (e >= start && e < end) counts[e - start]++, A++;
+            if (e < end) counts[e - start]++, A++;
         }
-    mf_sort_by_key(key, T, (int64_t)kmax + 1, perm, ws + p->ws_sort, NULL);
+    mf_sort_by_key(key2, n2, (int64_t)kmax + 1, perm, ws + p->ws_sort, NULL);
+    for (int64_t i = 0; i < n2; i++) perm[i] = pos[perm[i]];
+    for (int64_t j = 0; j < T; j++)
+        if (key[j] == UINT32_MAX) perm[n2++] = (int32_t)j;
     const mf_rows xv = mf_rows_of(t[S_X]);
     char *ex = mf_tensor_base(t[S_EX]);
     int32_t *row = (int32_t *)mf_tensor_base(t[S_ROW]);

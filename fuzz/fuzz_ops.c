@@ -434,7 +434,7 @@ static bool mk_irv3(fz_in *in, rng *r, fo_prob *p) {
     }
     const size_t es = esize(dt);
     uint8_t *xw = fo_want(p, 4);
-    float *sw = (float *)(void *)fo_want(p, 7);
+    float *sw = quant == 1 ? (float *)(void *)fo_want(p, 7) : NULL; /* not written unquantised without a scale */
     for (int64_t i = 0; i < rows; i++) {
         if (src[i] < 0) continue; /* zeros */
         const uint8_t *xr = p->t[0].data + (size_t)(src[i] / K * H) * es;

@@ -24,7 +24,10 @@ typedef struct vcase {
     aclDataType xdt;
     int64_t xs0, xs1, xoff, is0, is1;
     int wide; /* some ids near INT32_MAX */
+    int64_t active;             /* activeNum */
+    bool flag, norange, smooth1; /* expertTokensNumFlag; range passed empty; a (1, H) smooth scale (A2/A3) */
 } vcase;
+static int g_a2; /* MOEFR_SOC=ascend910b: A2/A3's tiling rules */
 
 static size_t dsz(aclDataType d) { return d == ACL_FLOAT ? 4 : d == ACL_INT8 ? 1 : 2; }
 
@@ -63,7 +66,8 @@ static int run_case(const vcase *c) {
         ids[j] = (int32_t)v;
     }
     /* smooth (L, H) for quant 1, row scale (N) for quant -1, static (1) + offset (1) */
-    const int64_t sN = c->quant == 1 ? L * H : c->quant == 0 ? 1 : N;
+    const int64_t SL = c->smooth1 ? 1 : L; /* smooth rows */
+    const int64_t sN = c->quant == 1 ? SL * H : c->quant == 0 ? 1 : N;
     float *sc = malloc(sizeof(float) * (size_t)(sN + 1)), off = (float)(tu_unit() * 4 - 2);
     for (int64_t i = 0; i < sN; i++) sc[i] = (float)(tu_unit() * 4 - 2);
     if (c->quant == 0) sc[0] = (float)(tu_unit() * 100 - 50);
@@ -71,22 +75,25 @@ static int run_case(const vcase *c) {
     tu_owned iv = tu_make_view(ids, 2, N, K, ACL_INT32, 4, 0, c->is0, c->is1);
     tu_owned sv = {0};
     aclTensor *tsc = NULL, *toff = NULL;
-    if (c->quant == 1 && c->scale) sv = tu_make_view(sc, 2, L, H, ACL_FLOAT, 4, 3, H + 2, 1), tsc = sv.t;
+    if (c->quant == 1 && c->scale) sv = tu_make_view(sc, 2, SL, H, ACL_FLOAT, 4, 3, H + 2, 1), tsc = sv.t;
     else if (c->quant == -1 && c->scale) sv = tu_make_view(sc, 1, N, 1, ACL_FLOAT, 4, 1, 2, 0), tsc = sv.t;
     else if (c->quant == 0) tsc = tu_mk(1, 1, 0, 0, ACL_FLOAT, sc), toff = tu_mk(1, 1, 0, 0, ACL_FLOAT, &off);
     const aclDataType odt = c->quant == -1 ? c->xdt : ACL_INT8;
     const size_t oes = dsz(odt);
-    const int64_t rows = c->mode == 1 ? E * C : T;
+    const int64_t act = c->active == 0 || c->active == -1 ? T : (c->active < T ? c->active : T);
+    const int64_t rows = c->mode == 1 ? E * C : act;
+    const bool fl0 = c->xdt != ACL_INT8;
+    const bool escale_out = (c->quant == 1 && fl0) || (c->quant == -1 && c->scale);
     const size_t exb = (size_t)(rows * H) * oes, rb = (size_t)T * 4;
     const int64_t cn = c->type == 2 ? E * 2 : L;
     unsigned char *ex = tu_poisoned(exb), *row = tu_poisoned(rb), *cnt = tu_poisoned((size_t)cn * 8),
                   *esc = tu_poisoned((size_t)rows * 4);
-    aclTensor *tex = c->mode == 1 ? tu_mk(3, E, C, H, odt, ex) : tu_mk(2, T, H, 0, odt, ex);
+    aclTensor *tex = c->mode == 1 ? tu_mk(3, E, C, H, odt, ex) : tu_mk(2, rows, H, 0, odt, ex);
     aclTensor *trow = tu_mk(1, T, 0, 0, ACL_INT32, row);
     aclTensor *tcnt = c->type == 2 ? tu_mk(2, E, 2, 0, ACL_INT64, cnt) : tu_mk(1, L, 0, 0, ACL_INT64, cnt);
     aclTensor *tesc = tu_mk(1, rows, 0, 0, ACL_FLOAT, esc);
     const int64_t rng[2] = {c->start, c->end};
-    aclIntArray *ra = aclCreateIntArray(rng, 2);
+    aclIntArray *ra = aclCreateIntArray(rng, c->norange ? 0 : 2);
     uint64_t wsz = 0;
     aclOpExecutor *exe = NULL;
     char what[300];
@@ -94,9 +101,9 @@ static int run_case(const vcase *c) {
              "rtype=%lld scale=%d xdt=%d", (long long)N, (long long)K, (long long)H, (long long)E, (long long)C,
              (long long)c->start, (long long)c->end, (long long)c->mode, (long long)c->type, (long long)c->quant,
              (long long)c->rtype, c->scale, (int)c->xdt);
-    aclnnStatus rc = aclnnMoeInitRoutingV3GetWorkspaceSize(xv.t, iv.t, tsc, toff, tu_chance(50) ? -1 : T, C, E,
-                                                           c->mode, c->type, true, c->quant, ra, c->rtype, tex, trow,
-                                                           tcnt, tesc, &wsz, &exe);
+    aclnnStatus rc = aclnnMoeInitRoutingV3GetWorkspaceSize(xv.t, iv.t, tsc, toff, c->active, C, E, c->mode, c->type,
+                                                           c->flag, c->quant, ra, c->rtype, tex, trow, tcnt, tesc,
+                                                           &wsz, &exe);
     int bad = 0;
     g_cases++;
     if (rc != ACLNN_SUCCESS) {
@@ -123,7 +130,7 @@ static int run_case(const vcase *c) {
     for (int64_t i = 0; i < rows; i++) src[i] = -1;
     for (int64_t j = 0; j < T; j++) wrow[j] = -1;
     if (c->mode == 0) {
-        for (int64_t i = 0; i < A; i++) src[i] = perm[i];
+        for (int64_t i = 0; i < A && i < rows; i++) src[i] = perm[i];
         if (c->rtype == 1) for (int64_t i = 0; i < T; i++) wrow[i] = (int32_t)perm[i];
         else for (int64_t i = 0; i < A; i++) wrow[perm[i]] = (int32_t)i;
     } else {
@@ -157,8 +164,9 @@ static int run_case(const vcase *c) {
                 wc[e] = c->type == 0 ? run : hist[e];
             }
         }
-        if (memcmp(cnt, wc, (size_t)cn * 8) != 0 || !tu_guard_ok(cnt, (size_t)cn * 8))
-            printf("FAIL %s: expertTokensCountOrCumsumOut differs\n", what), bad = 1;
+        if (!c->flag ? !tu_all_poison(cnt, (size_t)cn * 8 + TU_GUARD)
+                     : memcmp(cnt, wc, (size_t)cn * 8) != 0 || !tu_guard_ok(cnt, (size_t)cn * 8))
+            printf("FAIL %s: expertTokensCountOrCumsumOut differs (or was written without the flag)\n", what), bad = 1;
         free(wc);
         /* rows and scales */
         const bool untouched = c->quant == 1 && !fl;
@@ -174,8 +182,8 @@ static int run_case(const vcase *c) {
                 } else {
                     rows_bad |= memcmp(g, x + (size_t)(j / K * H) * es, (size_t)H * es) != 0;
                 }
-                const float ws = j < 0 || !c->scale ? 0.0f : sc[j / K];
-                sc_bad |= memcmp(&gs, &ws, 4) != 0;
+                const float ws = j < 0 ? 0.0f : sc[j / K];
+                if (c->scale) sc_bad |= memcmp(&gs, &ws, 4) != 0;
             } else if (c->quant == 0) {
                 for (int64_t h = 0; h < H; h++) {
                     int8_t w = 0;
@@ -186,7 +194,7 @@ static int run_case(const vcase *c) {
                     rows_bad |= (int8_t)g[h] != w;
                 }
             } else {
-                const float *sm = c->scale && j >= 0 ? sc + (ids[j] - c->start) * H : NULL;
+                const float *sm = c->scale && j >= 0 ? sc + (c->smooth1 ? 0 : (ids[j] - c->start) * H) : NULL;
                 float mx = 0.0f;
                 for (int64_t h = 0; h < H && j >= 0; h++) {
                     const float y = (float)xval(c->xdt, x, j / K * H + h) * (sm ? sm[h] : 1.0f);
@@ -209,8 +217,8 @@ static int run_case(const vcase *c) {
         }
         if (untouched && (!tu_all_poison(ex, exb) || !tu_all_poison(esc, (size_t)rows * 4)))
             printf("FAIL %s: INT8 x with quantMode 1 wrote expandedX/expandedScale\n", what), bad = 1;
-        if (c->quant == 0 && !tu_all_poison(esc, (size_t)rows * 4))
-            printf("FAIL %s: quantMode 0 wrote expandedScaleOut\n", what), bad = 1;
+        if (!escale_out && !tu_all_poison(esc, (size_t)rows * 4 + TU_GUARD))
+            printf("FAIL %s: expandedScaleOut written though neither quant 1 nor a quant -1 scale\n", what), bad = 1;
         if (rows_bad || !tu_guard_ok(ex, exb)) printf("FAIL %s: expandedX differs from the oracle\n", what), bad = 1;
         if (sc_bad || !tu_guard_ok(esc, (size_t)rows * 4))
             printf("FAIL %s: expandedScaleOut differs from the oracle\n", what), bad = 1;
@@ -247,8 +255,20 @@ static vcase random_case(void) {
         c.quant = c.xdt == ACL_INT8 ? (tu_chance(80) ? -1 : 1) : tu_int(-1, 1);
         c.rtype = tu_chance(50);
     }
+    if (g_a2 && c.mode == 1 && c.xdt != ACL_INT8 && tu_chance(50)) c.quant = tu_int(0, 1); /* A2: quantised drop/pad */
+    if (g_a2 && c.xdt == ACL_INT8) c.quant = -1; /* A2's CheckDtype */
     c.scale = c.quant != 0 && tu_chance(60);
     c.wide = tu_chance(20);
+    const int64_t T = c.N * c.K;
+    c.active = tu_chance(50) ? -1 : T;
+    c.flag = true;
+    if (g_a2) {
+        const int r = (int)tu_int(0, 3);
+        c.active = r == 0 ? -1 : r == 1 ? 0 : tu_int(1, T + 3);
+        c.flag = tu_chance(75);
+        c.norange = c.start == 0 && c.end == c.E && tu_chance(50);
+        c.smooth1 = c.quant == 1 && c.scale && tu_chance(40);
+    }
     /* strided x (elements) sometimes; expertIdx column-major sometimes */
     c.xs1 = tu_chance(30) ? 2 : 1;
     c.xs0 = c.H * c.xs1 + (tu_chance(30) ? 3 : 0);
@@ -408,9 +428,66 @@ static void validation(void) {
     free(ex), free(row), free(cnt), free(esc);
 }
 
+/* The A2/A3 rules that differ from Ascend 950's (MOEFR_SOC=ascend910b). */
+static void validation_a2(void) {
+    enum { N = 4, K = 2, H = 3, E = 4 };
+    float x[N * H] = {0}, sc2[E * H] = {0};
+    int32_t ids[N * K] = {0};
+    unsigned char *ex = tu_poisoned(N * K * H * 4), *row = tu_poisoned(N * K * 4), *cnt = tu_poisoned(E * 16),
+                  *esc = tu_poisoned(N * K * 4);
+    aclTensor *tx = tu_mk(2, N, H, 0, ACL_FLOAT, x), *ti = tu_mk(2, N, K, 0, ACL_INT32, ids);
+    aclTensor *txi8 = tu_mk(2, N, H, 0, ACL_INT8, x);
+    aclTensor *te = tu_mk(2, N * K, H, 0, ACL_FLOAT, ex), *te5 = tu_mk(2, 5, H, 0, ACL_FLOAT, ex);
+    aclTensor *te8 = tu_mk(2, N * K, H, 0, ACL_INT8, ex), *te3 = tu_mk(3, E, 2, H, ACL_FLOAT, ex);
+    aclTensor *tr = tu_mk(1, N * K, 0, 0, ACL_INT32, row), *tc = tu_mk(1, E, 0, 0, ACL_INT64, cnt);
+    aclTensor *tc9 = tu_mk(1, 9, 0, 0, ACL_INT64, cnt), *ts = tu_mk(1, N * K, 0, 0, ACL_FLOAT, esc);
+    aclTensor *ts5 = tu_mk(1, 5, 0, 0, ACL_FLOAT, esc), *tsm1 = tu_mk(2, 1, H, 0, ACL_FLOAT, sc2);
+    aclTensor *tsm2 = tu_mk(2, 2, H, 0, ACL_FLOAT, sc2);
+    const int64_t r04[2] = {0, 4}, r13[2] = {1, 3}, r1[1] = {0};
+    aclIntArray *a04 = aclCreateIntArray(r04, 2), *a13 = aclCreateIntArray(r13, 2), *a1 = aclCreateIntArray(r1, 1),
+                *a0 = aclCreateIntArray(r04, 0);
+    uint64_t ws = 0;
+    aclOpExecutor *e = NULL;
+#define A2(X, S, act, cap, mode, type, flag, q, rng, rt, EX, C, ES, want)                                             \
+    CHECK(!tu_phase1_bad(aclnnMoeInitRoutingV3GetWorkspaceSize(X, ti, S, NULL, act, cap, E, mode, type, flag, q, rng,  \
+                                                              rt, EX, tr, C, ES, &ws, &e),                           \
+                         e, want, NULL, __LINE__),                                                                    \
+          "A2 rule at line %d", __LINE__)
+    A2(tx, NULL, -1, 0, 0, 1, true, -1, a0, 0, te, tc, ts, ACLNN_SUCCESS);             /* empty range: [0, E] */
+    A2(tx, NULL, -1, 0, 0, 1, true, -1, NULL, 0, te, tc, ts, ACLNN_SUCCESS);
+    A2(tx, NULL, -1, 0, 0, 1, true, -1, a1, 0, te, tc, ts, ACLNN_ERR_INNER_TILING_ERROR); /* one value */
+    A2(tx, NULL, -1, 0, 0, 1, false, -1, a04, 0, te, tc9, ts, ACLNN_SUCCESS);          /* flag false: counts unchecked */
+    A2(tx, NULL, 5, 0, 0, 1, true, -1, a04, 0, te5, tc, ts5, ACLNN_SUCCESS);           /* activeNum 5 rows */
+    A2(tx, NULL, 5, 0, 0, 1, true, -1, a04, 0, te, tc, ts, ACLNN_ERR_INNER_TILING_ERROR); /* rows != 5 */
+    A2(tx, NULL, 0, 0, 0, 1, true, -1, a04, 0, te, tc, ts, ACLNN_SUCCESS);             /* 0: all */
+    A2(tx, NULL, 99, 0, 0, 1, true, -1, a04, 0, te, tc, ts, ACLNN_SUCCESS);            /* past T: T */
+    A2(tx, NULL, -2, 0, 0, 1, true, -1, a04, 0, te, tc, ts, ACLNN_ERR_INNER_TILING_ERROR);
+    A2(tx, tsm1, -1, 0, 0, 1, true, 1, a13, 0, te8, tc, ts, ACLNN_ERR_INNER_TILING_ERROR); /* counts 2 != 4 */
+    A2(tx, tsm1, -1, 0, 0, 1, false, 1, a13, 0, te8, tc, ts, ACLNN_SUCCESS);           /* (1, H) smooth */
+    A2(tx, tsm2, -1, 0, 0, 1, false, 1, a13, 0, te8, tc, ts, ACLNN_SUCCESS);           /* (L, H) smooth */
+    A2(tx, tsm2, -1, 0, 0, 1, false, 1, a04, 0, te8, tc, ts, ACLNN_ERR_INNER_TILING_ERROR); /* L = 4 */
+    A2(tx, NULL, -1, 2, 1, 0, false, 1, a04, 0, te3, tc, ts, ACLNN_ERR_INNER_TILING_ERROR); /* quantised: INT8 out */
+    A2(txi8, NULL, -1, 0, 0, 1, true, 1, a04, 0, te8, tc, ts, ACLNN_ERR_INNER_TILING_ERROR); /* INT8 x quantised */
+    A2(tx, NULL, -1, 0, 0, 1, true, 2, a04, 0, te8, tc, ts, ACLNN_ERR_INNER_TILING_ERROR);   /* quant 2 */
+    A2(tx, NULL, -1, 2, 1, 0, true, -1, a04, 0, te3, tc, ts, ACLNN_ERR_INNER_TILING_ERROR);  /* drop: count */
+    A2(tx, NULL, -1, 2, 1, 0, false, -1, a04, 0, te3, tc, ts, ACLNN_SUCCESS);          /* ... unless no flag */
+    A2(tx, NULL, -1, 2, 1, 1, true, -1, a04, 1, te3, tc, ts, ACLNN_ERR_INNER_TILING_ERROR);  /* drop: gather */
+    A2(tx, NULL, -1, 5, 1, 1, true, -1, a04, 0, te3, tc, ts, ACLNN_ERR_INNER_TILING_ERROR);  /* C > N */
+#undef A2
+    CHECK(tu_all_poison(ex, N * K * H * 4) && tu_all_poison(row, N * K * 4) && tu_all_poison(cnt, E * 16) &&
+              tu_all_poison(esc, N * K * 4),
+          "A2 phase 1 wrote an output");
+    aclDestroyIntArray(a04), aclDestroyIntArray(a13), aclDestroyIntArray(a1), aclDestroyIntArray(a0);
+    aclTensor *all[] = {tx, ti, txi8, te, te5, te8, te3, tr, tc, tc9, ts, ts5, tsm1, tsm2};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) tu_destroy(all[i]);
+    free(ex), free(row), free(cnt), free(esc);
+}
+
 int main(void) {
     tu_seed("test_init_routing_v3");
-    validation();
+    g_a2 = getenv("MOEFR_SOC") != NULL && strcmp(getenv("MOEFR_SOC"), "ascend910b") == 0;
+    if (g_a2) validation_a2();
+    else validation();
     doc_example();
     hand_quant();
     int fails = 0;
@@ -419,7 +496,7 @@ int main(void) {
         fails += run_case(&c);
     }
     /* one case past the sort's and gather's parallel thresholds */
-    vcase big = {4096, 8, 67, 64, 0, 8, 40, 0, 1, 1, 1, true, ACL_BF16, 67, 1, 0, 8, 1, 1};
+    vcase big = {4096, 8, 67, 64, 0, 8, 40, 0, 1, 1, 1, true, ACL_BF16, 67, 1, 0, 8, 1, 1, -1, true, false, false};
     fails += run_case(&big);
     big.quant = -1, big.rtype = 0, big.type = 2, big.xdt = ACL_FLOAT;
     fails += run_case(&big);

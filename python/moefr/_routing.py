@@ -272,8 +272,8 @@ def init_routing_v3(x, expert_idx, scale, offset, active_num, expert_capacity, e
     L = expert_range[1] - expert_range[0]
     cnt = empty((expert_num, 2) if num_type == 2 else (L,), torch.int64)
     sc = empty((rows,), torch.float32)
-    if quant_mode == 0 or (quant_mode == 1 and x.dtype == torch.int8):
-        sc.zero_()
+    if quant_mode == 0 or (quant_mode == -1 and scale is None) or (quant_mode == 1 and x.dtype == torch.int8):
+        sc.zero_()  # the operator does not write expanded_scale then
     run("aclnnMoeInitRoutingV3", x, expert_idx, scale, offset, int(active_num), int(expert_capacity),
         int(expert_num), int(drop_pad_mode), int(num_type), bool(num_flag), int(quant_mode),
         [int(v) for v in expert_range], int(row_idx_type), ex, idx, cnt, sc)

@@ -48,6 +48,10 @@ typedef struct v3_plan {
     int quant, row_type, count_type;
     bool has_scale;   /* quant -1: a 1-D scale gathered to expandedScaleOut; quant 1: the smooth scale */
     bool skip_x;      /* quant 1 with INT8 x: CANN's kernel writes neither expandedX nor expandedScale */
+    bool counts_out;  /* expertTokensNumFlag (A2/A3 take false: the counts are not written) */
+    bool escale_out;  /* expandedScaleOut written: quant 1, or quant -1 with a scale */
+    bool smooth1;     /* quant 1 with a (1, H) smooth scale (A2/A3): every row uses row 0 */
+    int64_t rows;     /* dropless expandedXOut rows: T (Ascend 950), min(activeNum, T) (A2/A3) */
     int xdt;
     int64_t N, K, T, H, E, C, start, end, L;
     size_t es;
@@ -178,6 +182,124 @@ static aclnnStatus check_outputs(const aclTensor *const *t, const v3_plan *p) {
     return ACLNN_SUCCESS;
 }
 
+/* The A2/A3 rule set (MOEFR_SOC=ascend910b): master's moe_init_routing_v3_tiling.cpp CheckAttr,
+ * CheckInputShape, CheckOutShape, CheckDtype. Fills p's shape fields. */
+static aclnnStatus check_a2(const aclTensor *const *t, int64_t activeNum, int64_t C, int64_t E, int64_t mode,
+                            int64_t type, bool flag, int64_t quant, const aclIntArray *range, int64_t row_type,
+                            v3_plan *p) {
+    const aclTensor *x = t[S_X], *ei = t[S_EIDX], *sc = t[S_SCALE], *of = t[S_OFFSET];
+    if (mode != 0 && mode != 1)
+        return mf_fail(TILING, "%s: dropPadMode must be 0 or 1, got %lld", OP, (long long)mode);
+    if (mode == 0 && activeNum < -1)
+        return mf_fail(TILING, "%s: activeNum must be >= -1, got %lld", OP, (long long)activeNum);
+    if (E <= 0) return mf_fail(TILING, "%s: expertNum must be > 0, got %lld", OP, (long long)E);
+    const mf_array *a = (const mf_array *)(const void *)range;
+    const uint64_t na = a ? a->n : 0;
+    if (na != 2 && na != 0)
+        return mf_fail(TILING, "%s: activeExpertRangeOptional must hold 2 values or none, got %llu", OP,
+                       (unsigned long long)na);
+    int64_t start = 0, end = E;
+    if (na == 2) memcpy(&start, a->values, 8), memcpy(&end, (const char *)a->values + 8, 8);
+    TRY(need_rank(S_X, x, 2));
+    const int64_t N = x->dims[0];
+    if (mode == 1) {
+        if (C <= 0 || C > N)
+            return mf_fail(TILING, "%s: expertCapacity must be in [1, %lld] when dropPadMode is 1, got %lld", OP,
+                           (long long)N, (long long)C);
+        if (row_type == SCATTER) return mf_fail(TILING, "%s: rowIdxType must be 0 when dropPadMode is 1", OP);
+        if (start != 0 || end != E)
+            return mf_fail(TILING, "%s: activeExpertRangeOptional must be [0, %lld] when dropPadMode is 1, got "
+                           "[%lld, %lld]", OP, (long long)E, (long long)start, (long long)end);
+    }
+    if (type < CUMSUM || type > KEY_VALUE)
+        return mf_fail(TILING, "%s: expertTokensNumType must be 0, 1 or 2, got %lld", OP, (long long)type);
+    if (mode == 1 && flag && type != COUNT)
+        return mf_fail(TILING, "%s: expertTokensNumType must be 1 (count) in dropPadMode 1 with expertTokensNumFlag",
+                       OP);
+    if (start < 0) return mf_fail(TILING, "%s: expert_start must be >= 0, got %lld", OP, (long long)start);
+    if (start >= end)
+        return mf_fail(TILING, "%s: expert_start (%lld) must be less than expert_end (%lld)", OP, (long long)start,
+                       (long long)end);
+    if (end > E)
+        return mf_fail(TILING, "%s: expert_end (%lld) must be <= expertNum (%lld)", OP, (long long)end, (long long)E);
+    const int64_t emax = type == KEY_VALUE ? KV_EXPERT_MAX : EXPERT_MAX;
+    if (end > emax)
+        return mf_fail(TILING, "%s: expert_end (%lld) must be <= %lld", OP, (long long)end, (long long)emax);
+    if (quant < UNQUANT || quant > DYNAMIC_QUANT)
+        return mf_fail(TILING, "%s: quantMode must be -1, 0 or 1 on A2/A3, got %lld", OP, (long long)quant);
+    if (row_type != GATHER && row_type != SCATTER)
+        return mf_fail(TILING, "%s: rowIdxType must be 0 or 1, got %lld", OP, (long long)row_type);
+    /* CheckInputShape */
+    TRY(need_rank(S_EIDX, ei, 2));
+    if (ei->dims[0] != N)
+        return mf_fail(TILING, "%s: expertIdx dim0 (%lld) must equal x dim0 (%lld)", OP, (long long)ei->dims[0],
+                       (long long)N);
+    const int64_t K = ei->dims[1], H = x->dims[1];
+    int64_t T;
+    if (!mf_mul_ok(N, K, &T) || T > INT32_MAX)
+        return mf_fail(TILING, "%s: N*K = %lld*%lld must fit int32 (expandedRowIdxOut values)", OP, (long long)N,
+                       (long long)K);
+    const int64_t act = activeNum == 0 || activeNum == -1 ? T : (activeNum < T ? activeNum : T);
+    if (quant == UNQUANT && sc) {
+        TRY(need_rank(S_SCALE, sc, 1));
+        TRY(need_dim(S_SCALE, sc, 0, N));
+    }
+    if (quant == STATIC_QUANT) {
+        if (sc == NULL) return mf_fail(TILING, "%s: scaleOptional is required when quantMode is 0", OP);
+        if (of == NULL) return mf_fail(TILING, "%s: offsetOptional is required when quantMode is 0", OP);
+        TRY(need_rank(S_SCALE, sc, 1));
+        TRY(need_dim(S_SCALE, sc, 0, 1));
+        TRY(need_rank(S_OFFSET, of, 1));
+        TRY(need_dim(S_OFFSET, of, 0, 1));
+    }
+    if (quant == DYNAMIC_QUANT && sc) {
+        TRY(need_rank(S_SCALE, sc, 2));
+        if (sc->dims[0] != end - start && sc->dims[0] != 1)
+            return mf_fail(TILING, "%s: scaleOptional dim0 must be %lld or 1, got %lld", OP,
+                           (long long)(end - start), (long long)sc->dims[0]);
+        TRY(need_dim(S_SCALE, sc, 1, H));
+    }
+    p->smooth1 = quant == DYNAMIC_QUANT && sc && sc->dims[0] == 1;
+    p->N = N, p->K = K, p->T = T, p->H = H, p->E = E, p->C = C, p->start = start, p->end = end, p->L = end - start;
+    p->drop_pad = mode == 1;
+    p->rows = p->drop_pad ? 0 : act;
+    p->counts_out = flag;
+    p->count_type = (int)type;
+    /* CheckOutShape */
+    const aclTensor *ex = t[S_EX], *cnt = t[S_CNT], *es = t[S_ESCALE];
+    if (p->drop_pad) {
+        TRY(need_rank(S_EX, ex, 3));
+        TRY(need_dim(S_EX, ex, 0, E));
+        TRY(need_dim(S_EX, ex, 1, C));
+        TRY(need_dim(S_EX, ex, 2, H));
+    } else {
+        TRY(need_rank(S_EX, ex, 2));
+        TRY(need_dim(S_EX, ex, 0, act));
+        TRY(need_dim(S_EX, ex, 1, H));
+    }
+    TRY(need_rank(S_ROW, t[S_ROW], 1));
+    TRY(need_dim(S_ROW, t[S_ROW], 0, T));
+    if (flag && type == KEY_VALUE) {
+        TRY(need_rank(S_CNT, cnt, 2));
+        TRY(need_dim(S_CNT, cnt, 0, E));
+        TRY(need_dim(S_CNT, cnt, 1, 2));
+    } else if (flag) {
+        TRY(need_rank(S_CNT, cnt, 1));
+        TRY(need_dim(S_CNT, cnt, 0, end - start));
+    }
+    /* CANN checks it only with a scale; the dynamic kernel writes it regardless (checked here for safety) */
+    if (quant == DYNAMIC_QUANT || (quant == UNQUANT && sc)) {
+        TRY(need_rank(S_ESCALE, es, 1));
+        TRY(need_dim(S_ESCALE, es, 0, p->drop_pad ? E * C : act));
+    }
+    /* CheckDtype: INT8 x only unquantised; quantised expandedX is INT8 */
+    if (x->dtype == ACL_INT8 && quant != UNQUANT)
+        return mf_fail(TILING, "%s: INT8 x needs quantMode -1 on A2/A3, got %lld", OP, (long long)quant);
+    if (quant != UNQUANT && ex->dtype != ACL_INT8)
+        return mf_fail(TILING, "%s: expandedXOut must be INT8 when quantMode is %lld", OP, (long long)quant);
+    return ACLNN_SUCCESS;
+}
+
 static aclnnStatus v3_run(const void *plan, const aclTensor *const *t, void *workspace);
 
 aclnnStatus aclnnMoeInitRoutingV3GetWorkspaceSize(
@@ -195,39 +317,55 @@ aclnnStatus aclnnMoeInitRoutingV3GetWorkspaceSize(
         pl.empty = true;
         return mf_op_publish(&DEF, t, 0, &pl, sizeof pl, v3_run, 0, workspaceSize, executor);
     }
-    TRY(check_attrs(expertNum, expertCapacity, dropPadMode, expertTokensNumType, expertTokensNumFlag, quantMode,
-                    rowIdxType));
-    int64_t start = 0, end = 0;
-    TRY(check_range(activeExpertRangeOptional, expertNum, dropPadMode, &start, &end));
-    TRY(check_inputs(t, quantMode, end - start));
-    const int64_t N = x->dims[0], K = expertIdx->dims[1], H = x->dims[1];
-    if (dropPadMode == 1 && expertCapacity > N)
-        return mf_fail(TILING, "%s: expertCapacity (%lld) must be <= x dim0 (%lld) when dropPadMode is 1", OP,
-                       (long long)expertCapacity, (long long)N);
-    int64_t T;
-    if (!mf_mul_ok(N, K, &T) || T > INT32_MAX)
-        return mf_fail(TILING, "%s: N*K = %lld*%lld must fit int32 (expandedRowIdxOut values)", OP, (long long)N,
-                       (long long)K);
-    /* CheckSetEmptyTensor: activeNum is checked (-1 or N*K) only when nothing is empty */
-    pl.empty = N == 0 || K == 0 || H == 0;
-    if (!pl.empty && activeNum != -1 && activeNum != T)
-        return mf_fail(TILING, "%s: activeNum must be -1 or N*K (%lld), got %lld", OP, (long long)T,
-                       (long long)activeNum);
-    pl.drop_pad = dropPadMode == 1;
+    if (mf_soc_strict()) {
+        TRY(check_a2(t, activeNum, expertCapacity, expertNum, dropPadMode, expertTokensNumType, expertTokensNumFlag,
+                     quantMode, activeExpertRangeOptional, rowIdxType, &pl));
+        pl.empty = pl.N == 0 || pl.K == 0 || pl.H == 0;
+    } else {
+        TRY(check_attrs(expertNum, expertCapacity, dropPadMode, expertTokensNumType, expertTokensNumFlag, quantMode,
+                        rowIdxType));
+        int64_t start = 0, end = 0;
+        TRY(check_range(activeExpertRangeOptional, expertNum, dropPadMode, &start, &end));
+        TRY(check_inputs(t, quantMode, end - start));
+        const int64_t N = x->dims[0], K = expertIdx->dims[1], H = x->dims[1];
+        if (dropPadMode == 1 && expertCapacity > N)
+            return mf_fail(TILING, "%s: expertCapacity (%lld) must be <= x dim0 (%lld) when dropPadMode is 1", OP,
+                           (long long)expertCapacity, (long long)N);
+        int64_t T;
+        if (!mf_mul_ok(N, K, &T) || T > INT32_MAX)
+            return mf_fail(TILING, "%s: N*K = %lld*%lld must fit int32 (expandedRowIdxOut values)", OP, (long long)N,
+                           (long long)K);
+        /* CheckSetEmptyTensor: activeNum is checked (-1 or N*K) only when nothing is empty */
+        pl.empty = N == 0 || K == 0 || H == 0;
+        if (!pl.empty && activeNum != -1 && activeNum != T)
+            return mf_fail(TILING, "%s: activeNum must be -1 or N*K (%lld), got %lld", OP, (long long)T,
+                           (long long)activeNum);
+        pl.drop_pad = dropPadMode == 1;
+        pl.quant = (int)quantMode;
+        pl.has_scale = scaleOptional != NULL;
+        pl.count_type = (int)expertTokensNumType;
+        pl.N = N; pl.K = K; pl.T = T; pl.H = H; pl.E = expertNum; pl.C = expertCapacity;
+        pl.start = start; pl.end = end; pl.L = end - start;
+        pl.rows = pl.drop_pad ? 0 : T;
+        pl.counts_out = true;
+        int64_t EC0 = 0;
+        if (pl.drop_pad && (!mf_mul_ok(pl.E, pl.C, &EC0) || EC0 > INT32_MAX))
+            return mf_fail(TILING, "%s: expertNum*expertCapacity = %lld*%lld must fit int32", OP, (long long)pl.E,
+                           (long long)pl.C);
+        TRY(check_outputs(t, &pl));
+    }
+    const int64_t T = pl.T;
     pl.quant = (int)quantMode;
     pl.row_type = (int)rowIdxType;
-    pl.count_type = (int)expertTokensNumType;
     pl.has_scale = scaleOptional != NULL;
     pl.xdt = x->dtype;
     pl.skip_x = quantMode == DYNAMIC_QUANT && x->dtype == ACL_INT8;
-    pl.N = N; pl.K = K; pl.T = T; pl.H = H; pl.E = expertNum; pl.C = expertCapacity;
-    pl.start = start; pl.end = end; pl.L = end - start;
+    pl.escale_out = (quantMode == DYNAMIC_QUANT && !pl.skip_x) || (quantMode == UNQUANT && pl.has_scale);
     pl.es = mf_dtype_size(x->dtype);
     int64_t EC = 0;
     if (pl.drop_pad && (!mf_mul_ok(pl.E, pl.C, &EC) || EC > INT32_MAX))
         return mf_fail(TILING, "%s: expertNum*expertCapacity = %lld*%lld must fit int32", OP, (long long)pl.E,
                        (long long)pl.C);
-    TRY(check_outputs(t, &pl));
     /* quantMode -1 moves rows as they are: expandedXOut must be x's dtype
      * (the table also pairs FLOAT16/BF16/FLOAT x with INT8 out, which the
      * kernel would overrun) */
@@ -244,8 +382,9 @@ aclnnStatus aclnnMoeInitRoutingV3GetWorkspaceSize(
     if (pl.drop_pad) pl.ws_map = mf_carve(&used, (uint64_t)EC * 4);
     pl.ws_sort = mf_carve(&used, mf_sort_scratch_bytes(T, MF_SORT_KEY_MAX));
     pl.ws_bytes = used;
-    /* quant 0 writes no expandedScaleOut (CANN does not check it either) */
-    const unsigned unused = quantMode == STATIC_QUANT ? 1u << S_ESCALE : 0u;
+    /* expandedScaleOut is written only with quant 1 or a quant -1 scale (CANN checks it only then); the
+     * counts only with expertTokensNumFlag */
+    const unsigned unused = (pl.escale_out ? 0u : 1u << S_ESCALE) | (pl.counts_out ? 0u : 1u << S_CNT);
     return mf_op_publish(&DEF, t, unused, &pl, sizeof pl, v3_run, mf_workspace_with_slack(pl.ws_bytes), workspaceSize,
                          executor);
 }
@@ -381,7 +520,7 @@ static aclnnStatus v3_run(const void *plan, const aclTensor *const *t, void *wor
     const mf_rows xv = mf_rows_of(t[S_X]);
     char *ex = mf_tensor_base(t[S_EX]);
     int32_t *row = (int32_t *)mf_tensor_base(t[S_ROW]);
-    const int64_t rows = p->drop_pad ? p->E * p->C : T;
+    const int64_t rows = p->drop_pad ? p->E * p->C : p->rows;
     const int32_t *src; /* output row -> flat position, -1 for none */
     if (!p->drop_pad) {
         if (p->row_type == SCATTER) {
@@ -411,8 +550,9 @@ static aclnnStatus v3_run(const void *plan, const aclTensor *const *t, void *wor
         src = map;
     }
     /* counts over the range */
-    int64_t *cnt = (int64_t *)mf_tensor_base(t[S_CNT]);
-    if (p->count_type == KEY_VALUE) {
+    int64_t *cnt = p->counts_out ? (int64_t *)mf_tensor_base(t[S_CNT]) : NULL;
+    if (cnt == NULL) {
+    } else if (p->count_type == KEY_VALUE) {
         int64_t n = 0;
         for (int64_t e = 0; e < L; e++)
             if (counts[e] > 0) cnt[2 * n] = start + e, cnt[2 * n + 1] = counts[e], n++;
@@ -421,16 +561,12 @@ static aclnnStatus v3_run(const void *plan, const aclTensor *const *t, void *wor
         int64_t run = 0;
         for (int64_t e = 0; e < L; e++) run += counts[e], cnt[e] = p->count_type == CUMSUM ? run : counts[e];
     }
-    float *escale = p->quant == STATIC_QUANT ? NULL : (float *)mf_tensor_base(t[S_ESCALE]);
+    float *escale = p->escale_out ? (float *)mf_tensor_base(t[S_ESCALE]) : NULL;
     if (p->quant == UNQUANT) {
         mf_gather_rows(&xv, p->H, p->es, src, K, rows, ex);
         if (escale) {
-            if (p->has_scale) {
-                const mf_small sv = mf_small_of(t[S_SCALE]);
-                for (int64_t i = 0; i < rows; i++) escale[i] = src[i] < 0 ? 0.0f : mf_small_f32(&sv, src[i] / K, 0);
-            } else {
-                memset(escale, 0, (size_t)rows * 4); /* CANN writes nothing here */
-            }
+            const mf_small sv = mf_small_of(t[S_SCALE]);
+            for (int64_t i = 0; i < rows; i++) escale[i] = src[i] < 0 ? 0.0f : mf_small_f32(&sv, src[i] / K, 0);
         }
         return ACLNN_SUCCESS;
     }
@@ -445,7 +581,7 @@ static aclnnStatus v3_run(const void *plan, const aclTensor *const *t, void *wor
     if (p->quant == DYNAMIC_QUANT && p->has_scale) {
         const aclTensor *sm = t[S_SCALE];
         c.smooth = mf_tensor_base(sm);
-        c.sm_s0 = sm->strides[0];
+        c.sm_s0 = p->smooth1 ? 0 : sm->strides[0];
         c.sm_s1 = sm->strides[1];
     }
     const int64_t per_row = p->H * (int64_t)(p->es + 1) + 1;

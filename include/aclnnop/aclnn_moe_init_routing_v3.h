@@ -19,7 +19,7 @@
  *   count, over end - start experts; type 2 (expertNum, 2) rows [id, count] for
  *   the in-range experts with count > 0 in ascending id, then rows of 0.
  * - quantMode -1: rows copied bit for bit (INT8 x too); expandedScaleOut[i] =
- *   scaleOptional[row of i] when the (N) scale is given, else 0.
+ *   scaleOptional[row of i] when the (N) scale is given (else it is not written).
  *   quantMode 0 (static, scale and offset of shape (1)): fp16 arithmetic,
  *   out = sat_int8(rint(f16(f16(f16(x) * f16(scale)) + f16(offset))));
  *   expandedScaleOut is not written. quantMode 1 (dynamic): y = fp32(x), times
@@ -28,7 +28,11 @@
  *   / that)) (0 for an all-zero row); with INT8 x neither expandedXOut nor
  *   expandedScaleOut is written (CANN's kernel skips them). rint: round half
  *   to even. Other quant modes (fp8, hifloat8, mx, int4): 561002.
- * activeNum must be -1 or T; expertTokensNumFlag must be true (CANN's tiling).
+ * Ascend 950 rules (default): activeNum must be -1 or T; expertTokensNumFlag
+ * must be true. MOEFR_SOC=ascend910b (A2/A3): the range may be empty ([0,
+ * expertNum]); activeNum 0/-1 means T rows of expandedXOut, else min(activeNum,
+ * T) rows; a false flag leaves the counts unwritten; a (1, H) smooth scale
+ * serves every expert; drop/pad may be quantised; INT8 x only with quant -1.
  *
  * Dtypes: x FLOAT16/BFLOAT16/FLOAT/INT8; expandedXOut x's dtype (quantMode
  * -1) or INT8; expertIdx and expandedRowIdxOut INT32; scale, offset and

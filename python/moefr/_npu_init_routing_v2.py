@@ -89,11 +89,12 @@ def npu_moe_init_routing_v2(x, expert_idx, *, scale=None, offset=None, active_nu
     quant_mode 0 static (scale, offset of shape (1,)), 1 dynamic (optional smooth scale
     (end - start, H)); other quant modes fail in the library (MoefrError).
 
-    Conveniences where torch_npu + CANN would fail (CANN's tiling only takes these values):
-    - active_expert_range [] means [0, expert_num] (torch_npu sizes the counts so but passes []);
-    - expert_tokens_num_flag False: the operator runs with True and the counts returned are zeros;
-    - active_num other than -1 and N*K: the operator runs with -1, the first rows are returned;
-    - drop_pad_mode 1 with expert_tokens_num_type 0 or 2: run as count, cumulated / keyed here.
+    Calls the Ascend 950 tiling refuses but the A2/A3 one takes give A2/A3's results on every product:
+    - active_expert_range [] means [0, expert_num];
+    - expert_tokens_num_flag False: the counts returned are zeros (the operator runs with True);
+    - active_num other than -1 and N*K: the first min(active_num, N*K) rows (the operator runs with -1).
+    And drop_pad_mode 1 with expert_tokens_num_type 0 or 2 (refused by both with the flag): run as
+    count, cumulated / keyed here.
     Autograd (beyond torch_npu): x gets aclnnMoeInitRoutingV2Grad when quant_mode is -1."""
     _cpu(x, "x")
     _cpu(expert_idx, "expert_idx")

@@ -16,7 +16,6 @@ in torch_npu or here. Errors: MoefrError (a ValueError and a RuntimeError) carry
 message, or ValueError/TypeError for what torch_npu's wrapper itself rejects."""
 
 import torch
-from torch.autograd.function import once_differentiable
 
 from . import _routing
 from ._lib import MoefrError  # noqa: F401

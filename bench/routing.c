@@ -2,7 +2,8 @@
  * memcpy of the same traffic, measured in the same run.
  *
  * Bytes counted (the fewest each operator must move):
- *   InitRoutingV2 / TokenPermute (dropless, every row kept): read T*4 ids,
+ *   InitRoutingV2 / TokenPermute / InitRoutingV3 (dropless, every row kept,
+ *     V3 unquantised over the range [0, E)): read T*4 ids,
  *     read T gathered rows of H and write them, write T*4 row indices:
  *     2*T*H*es + 8*T;
  *   TokenUnpermute (with probs): read T rows and T*4 indices and T probs,
@@ -21,6 +22,7 @@
 #include "acl/acl.h"
 #include "aclnn/acl_meta.h"
 #include "aclnnop/aclnn_moe_init_routing_v2.h"
+#include "aclnnop/aclnn_moe_init_routing_v3.h"
 #include "aclnnop/aclnn_moe_token_permute.h"
 #include "aclnnop/aclnn_moe_token_unpermute.h"
 #include "aclnnop/aclnn_moe_re_routing.h"
@@ -40,6 +42,9 @@ typedef struct rt_prob {
     int32_t *rr_idx;
     int64_t rr_cnt[64], rr_enu[8];
     aclTensor *trr_tok, *trr_out, *trr_scl, *trr_pscl, *trr_idx, *trr_cnt, *trr_enu;
+    int64_t *cnt; /* InitRoutingV3's counts (E) and expanded scale (T) */
+    float *esc;
+    aclTensor *tcnt, *tesc;
 } rt_prob;
 
 static uint64_t g_state = 0x9E3779B97F4A7C15ull;
@@ -91,22 +96,27 @@ static int rt_make(rt_prob *p, int64_t N, int64_t K, int64_t H, int64_t E, aclDa
         p->trr_idx = mk(1, T, 0, ACL_INT32, p->rr_idx), p->trr_cnt = mk(2, 8, 8, ACL_INT64, p->rr_cnt);
         p->trr_enu = mk(1, 8, 0, ACL_INT64, p->rr_enu);
     }
+    p->cnt = bench_alloc((size_t)E * 8), p->esc = bench_alloc((size_t)T * 4);
+    if (!p->cnt || !p->esc) return -1;
+    p->tcnt = mk(1, E, 0, ACL_INT64, p->cnt), p->tesc = mk(1, T, 0, ACL_FLOAT, p->esc);
     return 0;
 }
 
 static void rt_free(rt_prob *p) {
     aclTensor *t[] = {p->tx,      p->te,      p->tex,     p->trow,     p->tperm,   p->tprobs,  p->tout,
-                      p->trr_tok, p->trr_out, p->trr_scl, p->trr_pscl, p->trr_idx, p->trr_cnt, p->trr_enu};
+                      p->trr_tok, p->trr_out, p->trr_scl, p->trr_pscl, p->trr_idx, p->trr_cnt, p->trr_enu,
+                      p->tcnt,    p->tesc};
     for (size_t i = 0; i < sizeof t / sizeof *t; i++)
         if (t[i]) aclDestroyTensor(t[i]);
-    void *b[] = {p->x, p->ex, p->out, p->probs, p->eidx, p->row, p->perm, p->rr_tok, p->rr_out, p->rr_scl, p->rr_pscl,
-                 p->rr_idx};
+    void *b[] = {p->x,      p->ex,     p->out,    p->probs,   p->eidx,   p->row, p->perm,
+                 p->rr_tok, p->rr_out, p->rr_scl, p->rr_pscl, p->rr_idx, p->cnt, p->esc};
     for (size_t i = 0; i < sizeof b / sizeof *b; i++) bench_free(b[i]);
 }
 
-enum { OP_INIT, OP_PERMUTE, OP_UNPERMUTE, OP_REROUTE };
+/* OP_REROUTE runs for bf16 only (its problem is made for bf16) */
+enum { OP_INIT, OP_PERMUTE, OP_UNPERMUTE, OP_INIT_V3, OP_COUNT, OP_REROUTE = OP_COUNT };
 static const char *const OP_NAME[] = {"aclnnMoeInitRoutingV2", "aclnnMoeTokenPermute", "aclnnMoeTokenUnpermute",
-                                      "aclnnMoeReRouting"};
+                                      "aclnnMoeInitRoutingV3", "aclnnMoeReRouting"};
 
 static void *g_ws;
 static uint64_t g_ws_size;
@@ -122,7 +132,13 @@ static double rt_run(rt_prob *p, int op) {
                                                    &e);
     else if (op == OP_PERMUTE)
         rc = aclnnMoeTokenPermuteGetWorkspaceSize(p->tx, p->te, 0, false, p->tex, p->trow, &w, &e);
-    else if (op == OP_UNPERMUTE)
+    else if (op == OP_INIT_V3) {
+        const int64_t range[2] = {0, p->E};
+        aclIntArray *ra = aclCreateIntArray(range, 2);
+        rc = aclnnMoeInitRoutingV3GetWorkspaceSize(p->tx, p->te, NULL, NULL, -1, 0, p->E, 0, 1, true, -1, ra, 0, p->tex,
+                                                   p->trow, p->tcnt, p->tesc, &w, &e);
+        aclDestroyIntArray(ra);
+    } else if (op == OP_UNPERMUTE)
         rc = aclnnMoeTokenUnpermuteGetWorkspaceSize(p->tex, p->tperm, p->tprobs, false, NULL, p->tout, &w, &e);
     else
         rc = aclnnMoeReRoutingGetWorkspaceSize(p->trr_tok, p->trr_cnt, p->trr_scl, 1, 0, p->trr_out, p->trr_pscl,
@@ -140,6 +156,7 @@ static double rt_run(rt_prob *p, int op) {
     if (op == OP_INIT) rc = aclnnMoeInitRoutingV2(g_ws, w, e, NULL);
     else if (op == OP_PERMUTE) rc = aclnnMoeTokenPermute(g_ws, w, e, NULL);
     else if (op == OP_UNPERMUTE) rc = aclnnMoeTokenUnpermute(g_ws, w, e, NULL);
+    else if (op == OP_INIT_V3) rc = aclnnMoeInitRoutingV3(g_ws, w, e, NULL);
     else rc = aclnnMoeReRouting(g_ws, w, e, NULL);
     if (rc != 0) {
         fprintf(stderr, "bench --routing: %s phase 2 = %d (%s)\n", OP_NAME[op], rc, aclGetRecentErrMsg());
@@ -207,7 +224,7 @@ int bench_routing(int64_t N, int64_t K, int64_t H, int64_t E, int reps, int mark
             rt_free(&p);
             return 1;
         }
-        for (int op = 0; op < 3; op++) fails += rt_row(&p, op, reps, markdown) != 0;
+        for (int op = 0; op < OP_COUNT; op++) fails += rt_row(&p, op, reps, markdown) != 0;
         if (dts[d] == ACL_BF16) fails += rt_row(&p, OP_REROUTE, reps, markdown) != 0;
         rt_free(&p);
     }

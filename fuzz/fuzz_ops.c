@@ -363,6 +363,97 @@ static bool mk_irv2(fz_in *in, rng *r, fo_prob *p) {
     return true;
 }
 
+/* MoeInitRoutingV3: (x (N, H), expertIdx (N, K), scale, offset | expandedX, expandedRowIdx, counts,
+ * expandedScale); ids from [-2, E + 2] (outside the range: not routed), dropless (gather or
+ * scatter index, count types 0..2, quant -1 or dynamic 1 on small exact values) or drop/pad. */
+static bool mk_irv3(fz_in *in, rng *r, fo_prob *p) {
+    const int dt = fdt(in);
+    const int64_t N = fz_range(in, 1, 8), K = fz_range(in, 1, 4), H = fz_range(in, 1, 20), T = N * K;
+    const int64_t E = fz_range(in, 1, 6);
+    const int droppad = fz_u8(in) & 1;
+    const int64_t C = droppad ? fz_range(in, 1, N < 4 ? N : 4) : 0;
+    const int64_t start = droppad ? 0 : fz_range(in, 0, E - 1), end = droppad ? E : fz_range(in, start + 1, E);
+    const int64_t L = end - start;
+    const int type = droppad ? 1 : (int)fz_range(in, 0, 2), rt = droppad ? 0 : (int)(fz_u8(in) & 1);
+    const int quant = droppad ? -1 : (fz_u8(in) & 1 ? 1 : -1);
+    fill_small(r, dt, fo_new(p, 0, dt, 2, N, H, 0), N * H);
+    int32_t *e = (int32_t *)(void *)fo_new(p, 1, ACL_INT32, 2, N, K, 0);
+    for (int64_t i = 0; i < T; i++) e[i] = (int32_t)rrange(r, -2, E + 2);
+    const int64_t rows = droppad ? E * C : T;
+    const int odt = quant == -1 ? dt : ACL_INT8;
+    if (droppad)
+        fo_new(p, 4, odt, 3, E, C, H);
+    else
+        fo_new(p, 4, odt, 2, T, H, 0);
+    fo_new(p, 5, ACL_INT32, 1, T, 0, 0);
+    if (type == 2)
+        fo_new(p, 6, ACL_INT64, 2, E, 2, 0);
+    else
+        fo_new(p, 6, ACL_INT64, 1, L, 0, 0);
+    fo_new(p, 7, ACL_FLOAT, 1, rows, 0, 0);
+    p->a[0].i = -1, p->a[1].i = C, p->a[2].i = E, p->a[3].i = droppad, p->a[4].i = type, p->a[5].i = 1;
+    p->a[6].i = quant, p->a[8].i = rt;
+    p->has_arr = true, p->narr = 2, p->arr[0] = start, p->arr[1] = end;
+    /* the oracle: a selection sort by (group, id, position) */
+    int32_t perm[32], src[32 * 4];
+    bool used[32] = {false};
+    int64_t A = 0, hist[8] = {0};
+    for (int64_t i = 0; i < T; i++) {
+        int64_t best = -1, bk = 0;
+        for (int64_t j = 0; j < T; j++) {
+            if (used[j]) continue;
+            const int64_t k = e[j] < start ? ((int64_t)1 << 40) : e[j] - start;
+            if (best < 0 || k < bk) best = j, bk = k;
+        }
+        used[best] = true;
+        perm[i] = (int32_t)best;
+        if (e[best] >= start && e[best] < end) hist[e[best] - start]++, A++;
+    }
+    int32_t *row = (int32_t *)(void *)fo_want(p, 5);
+    for (int64_t j = 0; j < T; j++) row[j] = -1;
+    for (int64_t i = 0; i < rows; i++) src[i] = -1;
+    if (!droppad) {
+        for (int64_t i = 0; i < A; i++) src[i] = perm[i];
+        for (int64_t i = 0; i < T; i++)
+            if (rt == 1) row[i] = perm[i];
+            else if (i < A) row[perm[i]] = (int32_t)i;
+    } else {
+        for (int64_t i = 0, s = 0; i < A; i++) {
+            s = i > 0 && e[perm[i]] == e[perm[i - 1]] ? s + 1 : 0;
+            if (s < C) src[e[perm[i]] * C + s] = perm[i], row[perm[i]] = (int32_t)(e[perm[i]] * C + s);
+        }
+    }
+    int64_t *cw = (int64_t *)(void *)fo_want(p, 6), run = 0, n = 0;
+    for (int64_t k = 0; k < L; k++) {
+        run += hist[k];
+        if (type == 2) {
+            if (hist[k]) cw[2 * n] = start + k, cw[2 * n + 1] = hist[k], n++;
+        } else {
+            cw[k] = type == 0 ? run : hist[k];
+        }
+    }
+    const size_t es = esize(dt);
+    uint8_t *xw = fo_want(p, 4);
+    float *sw = quant == 1 ? (float *)(void *)fo_want(p, 7) : NULL; /* not written unquantised without a scale */
+    for (int64_t i = 0; i < rows; i++) {
+        if (src[i] < 0) continue; /* zeros */
+        const uint8_t *xr = p->t[0].data + (size_t)(src[i] / K * H) * es;
+        if (quant == -1) {
+            memcpy(xw + (size_t)(i * H) * es, xr, (size_t)H * es);
+            continue;
+        }
+        float mx = 0.0f;
+        for (int64_t h = 0; h < H; h++) mx = fmaxf(mx, fabsf((float)fr_decode(dt, xr, h)));
+        const float sc = mx / 127.0f;
+        sw[i] = sc;
+        for (int64_t h = 0; h < H; h++) {
+            const float q = sc == 0.0f ? 0.0f : (float)fr_decode(dt, xr, h) / sc;
+            ((int8_t *)xw)[i * H + h] = (int8_t)fmax(-128.0, fmin(127.0, nearbyint((double)q)));
+        }
+    }
+    return true;
+}
+
 /* MoeTokenPermute: (tokens (N, H), indices (N, K) | permuteTokens (A, H), sortedIndices (T)) */
 static bool mk_tp(fz_in *in, rng *r, fo_prob *p) {
     const int dt = fdt(in), idt = fz_u8(in) & 1 ? ACL_INT64 : ACL_INT32;
@@ -747,6 +838,7 @@ static const struct {
     {"aclnnSwiGluGrad", mk_swiglu_grad},
     {"aclnnGroupedMatmulV4", mk_gmm4},
     {"aclnnMoeReRouting", mk_rr},
+    {"aclnnMoeInitRoutingV3", mk_irv3},
 };
 static mk_fn row_of(const char *name) {
     for (size_t i = 0; i < sizeof ROWS / sizeof ROWS[0]; i++)
@@ -1161,6 +1253,11 @@ static void valid(fz_in *in, const mf_op_entry *op, mk_fn make, bool corrupt) {
         }
     }
     memcpy(c.a, p.a, sizeof c.a);
+    if (p.has_arr) { /* the problem's int array, in every int-array attribute slot */
+        c.arr = aclCreateIntArray(p.arr, (uint64_t)p.narr);
+        for (int a = 0; a < op->nattr; a++)
+            if (op->attrs[a].kind == MF_ATTR_INT_ARRAY) c.a[a].arr = c.arr;
+    }
     if (corrupt) {
         /* some index values hostile, some data NaN / Inf */
         const uint8_t what = fz_u8(in);

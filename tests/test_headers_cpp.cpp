@@ -21,6 +21,7 @@
 #include "aclnnop/aclnn_grouped_matmul_v4.h"
 #include "aclnnop/aclnn_grouped_matmul_v5.h"
 #include "aclnnop/aclnn_moe_re_routing.h"
+#include "aclnnop/aclnn_moe_init_routing_v3.h"
 #include "moefr/moefr.h"
 #include "acl/acl.h"
 
@@ -93,6 +94,11 @@ SAME_TYPE(aclnnMoeGatingTopKSoftmaxV2GetWorkspaceSize,
           aclnnStatus (*)(const aclTensor *, const aclTensor *, int64_t, int64_t, bool, const aclTensor *,
                           const aclTensor *, const aclTensor *, uint64_t *, aclOpExecutor **));
 SAME_TYPE(aclnnMoeGatingTopKSoftmaxV2, aclnnStatus (*)(void *, uint64_t, aclOpExecutor *, aclrtStream));
+SAME_TYPE(aclnnMoeInitRoutingV3GetWorkspaceSize,
+          aclnnStatus (*)(const aclTensor *, const aclTensor *, const aclTensor *, const aclTensor *, int64_t, int64_t,
+                          int64_t, int64_t, int64_t, bool, int64_t, const aclIntArray *, int64_t, const aclTensor *,
+                          const aclTensor *, const aclTensor *, const aclTensor *, uint64_t *, aclOpExecutor **));
+SAME_TYPE(aclnnMoeInitRoutingV3, aclnnStatus (*)(void *, uint64_t, aclOpExecutor *, aclrtStream));
 // issue 12: every host-API function with CANN 8.1.RC1's exact type (decltype does not odr-use)
 #define SAME_TYPE_X(fn, type) SAME_TYPE(fn, type);
 MOEFR_HOST_API_SIGNATURES(SAME_TYPE_X)

@@ -79,6 +79,8 @@ int cmd_permute(int argc, char **argv, int first);
 int cmd_unpermute(int argc, char **argv, int first);
 /* tools/cmd_init_routing.c: */
 int cmd_init_routing(int argc, char **argv, int first);
+/* tools/cmd_init_routing_v3.c: */
+int cmd_init_routing_v3(int argc, char **argv, int first);
 /* tools/cmd_gating.c: */
 int cmd_gating(int argc, char **argv, int first);
 /* tools/cmd_mlp.c: */

@@ -33,6 +33,9 @@ static const char USAGE[] =
     "           --x F --expert-idx F [--active-num N] [--expert-capacity N] [--expert-num N]\n"
     "           [--drop-pad-mode N] [--count-flag N] [--before-capacity-flag 0|1]\n"
     "           [--v1 [--row-idx F]] [--dtype bf16] --out DIR   (init-routing --help)\n"
+    "  init-routing-v3  aclnnMoeInitRoutingV3: --x F --expert-idx F --expert-num N [--expert-start N]\n"
+    "           [--expert-end N] [--row-idx-type 0|1] [--quant-mode -1|0|1] [--scale F] [--offset F]\n"
+    "           ... --out DIR   (init-routing-v3 --help)\n"
     "  permute  aclnnMoeTokenPermute: --tokens F --indices F [--num-out-tokens N] [--dtype bf16] --out DIR\n"
     "           writes DIR/permute_tokens.npy and DIR/sorted_indices.npy\n"
     "  unpermute aclnnMoeTokenUnpermute: --permuted-tokens F --sorted-indices F [--probs F] [--dtype bf16]\n"
@@ -480,6 +483,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "gmm")) return cmd_gmm(argc, argv, i + 1);                   /* tools/cmd_mlp.c */
     if (!strcmp(cmd, "demo")) return cmd_demo(argc, argv, i + 1);
     if (!strcmp(cmd, "re-routing")) return cmd_re_routing(argc, argv, i + 1); /* tools/cmd_re_routing.c */
-    msg("unknown command '%s' (commands: grad, forward, init-routing, permute, unpermute, gating, swiglu, gmm, re-routing, bench, demo; see moefr --help)", cmd);
+    if (!strcmp(cmd, "init-routing-v3")) return cmd_init_routing_v3(argc, argv, i + 1); /* tools/cmd_init_routing_v3.c */
+    msg("unknown command '%s' (commands: grad, forward, init-routing, init-routing-v3, permute, unpermute, gating, swiglu, gmm, re-routing, bench, demo; see moefr --help)", cmd);
     return EXIT_USAGE;
 }

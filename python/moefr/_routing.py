@@ -32,6 +32,7 @@ _SIGNATURES = {
     "aclnnGroupedMatmul": [_vp] * 8 + [_i64, _vp],
     "aclnnSwiGluGrad": [_vp, _vp, _i64, _vp],
     "aclnnMoeReRouting": [_vp, _vp, _vp, _i64, _i64, _vp, _vp, _vp, _vp],
+    "aclnnMoeInitRoutingV3": [_vp] * 4 + [_i64] * 5 + [_bool, _i64, _vp, _i64] + [_vp] * 4,
 }
 
 POISON_OUTPUTS = False  # tests: fill fresh floating outputs with NaN before the library writes
@@ -272,3 +273,27 @@ def run_lists(name, *args):
                 lib.aclDestroyTensorList(h)
             for h in arrays:
                 lib.aclDestroyIntArray(h)
+
+
+def init_routing_v3(x, expert_idx, scale, offset, active_num, expert_capacity, expert_num, drop_pad_mode,
+                    num_type, num_flag, quant_mode, expert_range, row_idx_type):
+    """aclnnMoeInitRoutingV3 -> (expanded_x, expanded_row_idx, expert_tokens, expanded_scale), the
+    outputs shaped as the operator checks them: expanded_x (T, H) or (E, C, H), of x's dtype when
+    quant_mode is -1 and int8 otherwise; expanded_scale (T,) or (E*C,)."""
+    N, H = x.shape
+    T = expert_idx.numel()
+    dt = x.dtype if quant_mode == -1 else torch.int8
+    rows = expert_num * expert_capacity if drop_pad_mode == 1 else T
+    ex = empty((expert_num, expert_capacity, H) if drop_pad_mode == 1 else (T, H), dt)
+    if quant_mode == 1 and x.dtype == torch.int8:
+        ex.zero_()  # the operator writes neither expanded_x nor expanded_scale then
+    idx = empty((T,), torch.int32)
+    L = expert_range[1] - expert_range[0]
+    cnt = empty((expert_num, 2) if num_type == 2 else (L,), torch.int64)
+    sc = empty((rows,), torch.float32)
+    if quant_mode == 0 or (quant_mode == -1 and scale is None) or (quant_mode == 1 and x.dtype == torch.int8):
+        sc.zero_()  # the operator does not write expanded_scale then
+    run("aclnnMoeInitRoutingV3", x, expert_idx, scale, offset, int(active_num), int(expert_capacity),
+        int(expert_num), int(drop_pad_mode), int(num_type), bool(num_flag), int(quant_mode),
+        [int(v) for v in expert_range], int(row_idx_type), ex, idx, cnt, sc)
+    return ex, idx, cnt, sc

@@ -105,10 +105,8 @@ class InitRoutingV2(unittest.TestCase):
             ex, idx, cnt, sc = torch_npu.npu_moe_init_routing_v2(x, e, scale=s, active_num=A, expert_num=E,
                                                                  row_idx_type=1)
             _, perm, _ = ref_sort(e)
-            # gather index: row i -> flat slot perm[i]; rows past the active ones: -1
-            want = torch.full((T,), -1, dtype=torch.long)
-            want[:A] = perm[:A]
-            self.assertTrue(torch.equal(idx.long(), want))
+            # row_idx_type 1: V3's kernel writes the whole sorted permutation (row i -> flat slot perm[i])
+            self.assertTrue(torch.equal(idx.long(), perm))
             self.assertTrue(torch.equal(sc, s[perm[:A] // K]))
             self.assertTrue(torch.equal(cnt, torch.zeros(E, dtype=torch.int64)))  # flag False
 
@@ -362,15 +360,16 @@ class Signatures(unittest.TestCase):
 
 
 class GatherIndexTail(unittest.TestCase):
-    def test_row_idx_type_1_narrow_range_ends_in_minus_one(self):
-        # issue 22 difference 2: slots outside active_expert_range have no row; the gather index
-        # (row -> slot) has -1 for rows nobody fills, and a -1 slot index must not wrap to the end
+    def test_row_idx_type_1_narrow_range_tail_is_the_sorted_rest(self):
+        # issue 22 difference 2: with row_idx_type 1 CANN's sort writes expandedRowIdx itself, so past
+        # the in-range slots come the ids >= end by id, then the ids < start (moe_v3_sort_one_core.h)
         x = torch.randn(4, 3)
         ids = torch.tensor([[0, 3], [1, 2], [3, 0], [2, 1]], dtype=torch.int32)
         _, ri, _, _ = torch_npu.npu_moe_init_routing_v2(x, ids, active_num=8, expert_num=4,
                                                         active_expert_range=[0, 2], row_idx_type=1)
-        # experts 0 and 1 in stable order: rows 0, 1 <- slots 0, 5 (expert 0); rows 2, 3 <- slots 2, 7
-        self.assertEqual(ri.tolist(), [0, 5, 2, 7, -1, -1, -1, -1])
+        # experts 0 and 1 in stable order: rows 0, 1 <- slots 0, 5 (expert 0); rows 2, 3 <- slots 2, 7;
+        # then expert 2 (slots 3, 6) and expert 3 (slots 1, 4), outside the range
+        self.assertEqual(ri.tolist(), [0, 5, 2, 7, 3, 6, 1, 4])
 
 
 if __name__ == "__main__":

@@ -91,7 +91,7 @@ typedef struct mf_attr_val {
     double d;
     const aclIntArray *arr;
 } mf_attr_val;
-#define MF_ATTR_MAX 8
+#define MF_ATTR_MAX 9
 typedef aclnnStatus (*mf_gws_thunk)(const aclTensor *const *t, const mf_attr_val *a, uint64_t *workspaceSize,
                                     aclOpExecutor **executor);
 typedef aclnnStatus (*mf_phase2_fn)(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,

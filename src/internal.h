@@ -154,6 +154,8 @@ typedef enum {
     MF_OP_GROUPED_MATMUL_V3 = 18,
     MF_OP_GROUPED_MATMUL_V4 = 19,
     MF_OP_GROUPED_MATMUL_V5 = 20,
+    MF_OP_INIT_ROUTING_QUANT = 21,    /* aclnnMoeInitRoutingQuant */
+    MF_OP_INIT_ROUTING_QUANT_V2 = 22, /* aclnnMoeInitRoutingQuantV2 */
     MF_OP_KIND_END /* one past the last kind: keep it last (tests/test_registry.c walks 1..END-1) */
 } mf_op_kind;
 /* The most tensors (inputs + outputs) an operator's signature has. */

@@ -127,7 +127,7 @@ cli_opt *opt(cli_opt *opts, int n, const char *flag) {
 
 
 static size_t dt_size(aclDataType dt) {
-    return dt == ACL_INT64 ? 8 : dt == ACL_FLOAT || dt == ACL_INT32 ? 4 : dt == ACL_BOOL ? 1 : 2;
+    return dt == ACL_INT64 ? 8 : dt == ACL_FLOAT || dt == ACL_INT32 ? 4 : dt == ACL_BOOL || dt == ACL_INT8 ? 1 : 2;
 }
 
 static mf_npy_dtype npy_of(aclDataType dt) {
@@ -136,6 +136,7 @@ static mf_npy_dtype npy_of(aclDataType dt) {
     case ACL_BF16: return MF_NPY_U2;
     case ACL_INT32: return MF_NPY_I4;
     case ACL_INT64: return MF_NPY_I8;
+    case ACL_INT8: return MF_NPY_I1;
     default: return MF_NPY_F4;
     }
 }
@@ -207,6 +208,7 @@ int load_tensor(const cli_opt *o, int bf16, cli_tensor *c) {
     case MF_NPY_F4: c->dt = ACL_FLOAT; break;
     case MF_NPY_I4: c->dt = o->kind == OPT_FILE_BOOL ? ACL_BOOL : ACL_INT32; break;
     case MF_NPY_I8: c->dt = ACL_INT64; break;
+    case MF_NPY_I1: c->dt = ACL_INT8; break; /* the parser does not produce it */
     case MF_NPY_U2:
         if (!bf16) {
             msg("%s %s: dtype <u2 is read as bfloat16 bits only with --dtype bf16", o->flag, o->value);

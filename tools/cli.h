@@ -84,5 +84,7 @@ int cmd_gating(int argc, char **argv, int first);
 /* tools/cmd_mlp.c: */
 int cmd_swiglu(int argc, char **argv, int first);
 int cmd_gmm(int argc, char **argv, int first);
+/* tools/cmd_init_routing_quant.c: */
+int cmd_init_routing_quant(int argc, char **argv, int first);
 
 #endif /* MOEFR_TOOLS_CLI_H_ */

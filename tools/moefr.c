@@ -48,6 +48,8 @@ static const char USAGE[] =
     "           --x F --weight F [--bias F] --group-list F [--group-list-type 0|1]\n"
     "           [--group-type 0|2|-1] [--dtype bf16] --out DIR\n"
     "           writes DIR/out.npy, zero-filled past the group list's total   (gmm --help)\n"
+    "  init-routing-quant  aclnnMoeInitRoutingQuantV2 (or with --v1 aclnnMoeInitRoutingQuant) on .npy\n"
+    "           files: int8 expanded_x, static or dynamic quantisation   (init-routing-quant --help)\n"
     "  bench    throughput in GB/s and its ratio to copy bandwidth (bench --help)\n"
     "  demo     a small built-in example: prints its inputs and results\n"
     "\n"
@@ -477,6 +479,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "swiglu")) return cmd_swiglu(argc, argv, i + 1);             /* tools/cmd_mlp.c */
     if (!strcmp(cmd, "gmm")) return cmd_gmm(argc, argv, i + 1);                   /* tools/cmd_mlp.c */
     if (!strcmp(cmd, "demo")) return cmd_demo(argc, argv, i + 1);
-    msg("unknown command '%s' (commands: grad, forward, init-routing, permute, unpermute, gating, swiglu, gmm, bench, demo; see moefr --help)", cmd);
+    if (!strcmp(cmd, "init-routing-quant")) return cmd_init_routing_quant(argc, argv, i + 1); /* tools/cmd_init_routing_quant.c */
+    msg("unknown command '%s' (commands: grad, forward, init-routing, permute, unpermute, gating, swiglu, gmm, init-routing-quant, bench, demo; see moefr --help)", cmd);
     return EXIT_USAGE;
 }

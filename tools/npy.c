@@ -37,6 +37,7 @@ size_t mf_npy_itemsize(mf_npy_dtype dt) {
     case MF_NPY_I4: return 4;
     case MF_NPY_U2: return 2;
     case MF_NPY_I8: return 8;
+    case MF_NPY_I1: return 1;
     }
     return 0;
 }
@@ -48,6 +49,7 @@ const char *mf_npy_descr(mf_npy_dtype dt) {
     case MF_NPY_I4: return "<i4";
     case MF_NPY_U2: return "<u2";
     case MF_NPY_I8: return "<i8";
+    case MF_NPY_I1: return "|i1";
     }
     return "?";
 }

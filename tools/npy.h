@@ -18,7 +18,8 @@ typedef enum {
     MF_NPY_F4 = 1, /* '<f4' IEEE single */
     MF_NPY_I4 = 2, /* '<i4' int32 */
     MF_NPY_U2 = 3, /* '<u2' uint16; the CLI reads it as bfloat16 bits under --dtype bf16 */
-    MF_NPY_I8 = 4  /* '<i8' int64; the CLI takes it only where an operator wants INT64 (group lists) */
+    MF_NPY_I8 = 4, /* '<i8' int64; the CLI takes it only where an operator wants INT64 (group lists) */
+    MF_NPY_I1 = 5  /* '|i1' int8; written (int8 outputs: init-routing-quant), never read */
 } mf_npy_dtype;
 
 /* A parsed array. `data` points into the caller's buffer (the parser never

@@ -6,7 +6,10 @@
  *     read T gathered rows of H and write them, write T*4 row indices:
  *     2*T*H*es + 8*T;
  *   TokenUnpermute (with probs): read T rows and T*4 indices and T probs,
- *     write N rows: (T + N)*H*es + T*(4 + es).
+ *     write N rows: (T + N)*H*es + T*(4 + es);
+ *   InitRoutingQuantV2 (dynamic quant, dropless, no smooth scale): read T*4
+ *     ids and T gathered rows, write T int8 rows, T*4 row indices and T*4
+ *     scales: T*H*(es + 1) + 12*T.
  * The yardstick copies half those bytes (so it reads and writes as many). Each
  * operator run (both phases, the sort included) is paired with a copy run
  * right after it; ratio = the median of the pairs' copy/op time ratios, GB/s
@@ -18,6 +21,7 @@
 #include "acl/acl.h"
 #include "aclnn/acl_meta.h"
 #include "aclnnop/aclnn_moe_init_routing_v2.h"
+#include "aclnnop/aclnn_moe_init_routing_quant_v2.h"
 #include "aclnnop/aclnn_moe_token_permute.h"
 #include "aclnnop/aclnn_moe_token_unpermute.h"
 #include "bench/bench.h"
@@ -30,6 +34,8 @@ typedef struct rt_prob {
     char *x, *ex, *out, *probs;
     int32_t *eidx, *row, *perm;
     aclTensor *tx, *te, *tex, *trow, *tperm, *tprobs, *tout;
+    float *dqs;             /* InitRoutingQuantV2's scales */
+    aclTensor *tex8, *tdqs; /* its int8 rows (over ex) and scales */
 } rt_prob;
 
 static uint64_t g_state = 0x9E3779B97F4A7C15ull;
@@ -65,19 +71,24 @@ static int rt_make(rt_prob *p, int64_t N, int64_t K, int64_t H, int64_t E, aclDa
     p->tx = mk(2, N, H, dt, p->x), p->te = mk(2, N, K, ACL_INT32, p->eidx), p->tex = mk(2, T, H, dt, p->ex);
     p->trow = mk(1, T, 0, ACL_INT32, p->row), p->tperm = mk(1, T, 0, ACL_INT32, p->perm);
     p->tprobs = mk(2, N, K, dt, p->probs), p->tout = mk(2, N, H, dt, p->out);
+    p->dqs = bench_alloc((size_t)T * 4 + 64);
+    if (!p->dqs) return -1;
+    memset(p->dqs, 0, (size_t)T * 4);
+    p->tex8 = mk(2, T, H, ACL_INT8, p->ex), p->tdqs = mk(1, T, 0, ACL_FLOAT, p->dqs);
     return 0;
 }
 
 static void rt_free(rt_prob *p) {
-    aclTensor *t[] = {p->tx, p->te, p->tex, p->trow, p->tperm, p->tprobs, p->tout};
+    aclTensor *t[] = {p->tx, p->te, p->tex, p->trow, p->tperm, p->tprobs, p->tout, p->tex8, p->tdqs};
     for (size_t i = 0; i < sizeof t / sizeof *t; i++)
         if (t[i]) aclDestroyTensor(t[i]);
-    void *b[] = {p->x, p->ex, p->out, p->probs, p->eidx, p->row, p->perm};
+    void *b[] = {p->x, p->ex, p->out, p->probs, p->eidx, p->row, p->perm, p->dqs};
     for (size_t i = 0; i < sizeof b / sizeof *b; i++) bench_free(b[i]);
 }
 
-enum { OP_INIT, OP_PERMUTE, OP_UNPERMUTE };
-static const char *const OP_NAME[] = {"aclnnMoeInitRoutingV2", "aclnnMoeTokenPermute", "aclnnMoeTokenUnpermute"};
+enum { OP_INIT, OP_PERMUTE, OP_UNPERMUTE, OP_QUANT, OP_N };
+static const char *const OP_NAME[] = {"aclnnMoeInitRoutingV2", "aclnnMoeTokenPermute", "aclnnMoeTokenUnpermute",
+                                      "aclnnMoeInitRoutingQuantV2"};
 
 static void *g_ws;
 static uint64_t g_ws_size;
@@ -93,8 +104,11 @@ static double rt_run(rt_prob *p, int op) {
                                                    &e);
     else if (op == OP_PERMUTE)
         rc = aclnnMoeTokenPermuteGetWorkspaceSize(p->tx, p->te, 0, false, p->tex, p->trow, &w, &e);
-    else
+    else if (op == OP_UNPERMUTE)
         rc = aclnnMoeTokenUnpermuteGetWorkspaceSize(p->tex, p->tperm, p->tprobs, false, NULL, p->tout, &w, &e);
+    else
+        rc = aclnnMoeInitRoutingQuantV2GetWorkspaceSize(p->tx, p->te, NULL, NULL, 0, 0, p->E, 0, 0, false, 1, p->tex8,
+                                                        p->trow, NULL, NULL, p->tdqs, &w, &e);
     if (rc != 0) {
         fprintf(stderr, "bench --routing: %s phase 1 = %d (%s)\n", OP_NAME[op], rc, aclGetRecentErrMsg());
         return -1;
@@ -107,7 +121,8 @@ static double rt_run(rt_prob *p, int op) {
     }
     if (op == OP_INIT) rc = aclnnMoeInitRoutingV2(g_ws, w, e, NULL);
     else if (op == OP_PERMUTE) rc = aclnnMoeTokenPermute(g_ws, w, e, NULL);
-    else rc = aclnnMoeTokenUnpermute(g_ws, w, e, NULL);
+    else if (op == OP_UNPERMUTE) rc = aclnnMoeTokenUnpermute(g_ws, w, e, NULL);
+    else rc = aclnnMoeInitRoutingQuantV2(g_ws, w, e, NULL);
     if (rc != 0) {
         fprintf(stderr, "bench --routing: %s phase 2 = %d (%s)\n", OP_NAME[op], rc, aclGetRecentErrMsg());
         return -1;
@@ -124,6 +139,7 @@ static int rt_row(rt_prob *p, int op, int reps, int markdown) {
     const int64_t T = p->N * p->K;
     const double es = (double)p->es;
     const double bytes = op == OP_UNPERMUTE ? (double)(T + p->N) * p->H * es + (double)T * (4 + es)
+                         : op == OP_QUANT   ? (double)T * p->H * (es + 1) + 12.0 * (double)T
                                             : 2.0 * (double)T * p->H * es + 8.0 * (double)T;
     const size_t half = (size_t)(bytes / 2);
     char *src = bench_alloc(half + 64), *dst = bench_alloc(half + 64);
@@ -173,7 +189,7 @@ int bench_routing(int64_t N, int64_t K, int64_t H, int64_t E, int reps, int mark
             rt_free(&p);
             return 1;
         }
-        for (int op = 0; op < 3; op++) fails += rt_row(&p, op, reps, markdown) != 0;
+        for (int op = 0; op < OP_N; op++) fails += rt_row(&p, op, reps, markdown) != 0;
         rt_free(&p);
     }
     bench_free(g_ws);

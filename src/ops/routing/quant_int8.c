@@ -5,12 +5,29 @@
 
 #define TILE 512
 
-/* Saturating conversion of an integral (or NaN / inf) float to int8. */
-static inline int8_t sat8(float r) {
-    if (r != r) return 0;
-    if (r >= 127.0f) return 127;
-    if (r <= -128.0f) return -128;
-    return (int8_t)r;
+/* The two roundings to int8 with saturation, NaN -> 0, written as selects
+ * and conversions (no branches, no libm calls) so the loops vectorise.
+ * Both clamp first: |c| <= 128, where everything below is exact. */
+static inline float clamp8(float q) {
+    /* quiet comparisons (no FP exception on NaN), which the vectoriser can
+     * turn into selects */
+    float c = __builtin_isunordered(q, q) ? 0.0f : q;
+    c = __builtin_isgreater(c, 127.0f) ? 127.0f : c;
+    return __builtin_isless(c, -128.0f) ? -128.0f : c;
+}
+/* half to even: adding and removing 2^23 rounds |c| in the current
+ * (nearest-even) mode; no -ffast-math, so the pair is not folded */
+static inline int8_t even8(float q) {
+    const float c = clamp8(q);
+    const float a = (fabsf(c) + 0x1p23f) - 0x1p23f;
+    return (int8_t)(int)(__builtin_isless(c, 0.0f) ? -a : a);
+}
+/* half away from zero: truncate, then step by the exact remainder */
+static inline int8_t away8(float q) {
+    const float c = clamp8(q);
+    const int i = (int)c;
+    const float f = c - (float)i;
+    return (int8_t)(i + __builtin_isgreaterequal(f, 0.5f) - __builtin_islessequal(f, -0.5f));
 }
 
 float mf_quant_int8_row(const mf_q8 *q, const char *x, int64_t xstep, int xdtype, const char *smooth, int64_t sstep,
@@ -28,13 +45,13 @@ float mf_quant_int8_row(const mf_q8 *q, const char *x, int64_t xstep, int xdtype
                 const float a = mf_f16_to_f32(mf_f32_to_f16(v[j]));
                 const float m = mf_f16_to_f32(mf_f32_to_f16(a * hs));
                 const float r = mf_f16_to_f32(mf_f64_to_f16((double)m + ho));
-                out[h0 + j] = sat8(rintf(r)); /* half to even */
+                out[h0 + j] = even8(r); /* half to even */
             }
         }
         return 0.0f;
     }
     /* dynamic: the max pass, then the quantising pass over the same values */
-    float mx = 0.0f;
+    float mx = 0.0f, lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     for (int64_t h0 = 0; h0 < H; h0 += TILE) {
         const int64_t n = H - h0 < TILE ? H - h0 : TILE;
         mf_widen_f32(x + h0 * xstep, xstep, xdtype, n, v, 1);
@@ -42,11 +59,18 @@ float mf_quant_int8_row(const mf_q8 *q, const char *x, int64_t xstep, int xdtype
             mf_widen_f32(smooth + h0 * sstep, sstep, ACL_FLOAT, n, sm, 1);
             for (int64_t j = 0; j < n; j++) v[j] *= sm[j];
         }
-        for (int64_t j = 0; j < n; j++) {
+        int64_t j = 0;
+        for (; j + 8 <= n; j += 8) /* eight lanes: max is exact, so any order gives the same bits */
+            for (int l = 0; l < 8; l++) {
+                const float a = fabsf(v[j + l]);
+                lane[l] = __builtin_isgreater(a, lane[l]) ? a : lane[l]; /* NaN never wins */
+            }
+        for (; j < n; j++) {
             const float a = fabsf(v[j]);
-            mx = a > mx ? a : mx;
+            lane[0] = __builtin_isgreater(a, lane[0]) ? a : lane[0];
         }
     }
+    for (int l = 0; l < 8; l++) mx = __builtin_isgreater(lane[l], mx) ? lane[l] : mx;
     const float s = mx / 127.0f;
     for (int64_t h0 = 0; h0 < H; h0 += TILE) {
         const int64_t n = H - h0 < TILE ? H - h0 : TILE;
@@ -58,8 +82,9 @@ float mf_quant_int8_row(const mf_q8 *q, const char *x, int64_t xstep, int xdtype
         /* CANN narrows v / s to fp16 toward zero, then rounds half away:
          * every n + 0.5 with |n + 0.5| < 1024 is an fp16 value, so the
          * truncation never crosses one, and past 1024 both saturate; one
-         * roundf gives the same int8 */
-        for (int64_t j = 0; j < n; j++) out[h0 + j] = sat8(roundf(v[j] / s));
+         * rounding gives the same int8 */
+        for (int64_t j = 0; j < n; j++) v[j] /= s;
+        for (int64_t j = 0; j < n; j++) out[h0 + j] = away8(v[j]);
     }
     return s;
 }

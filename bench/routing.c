@@ -10,7 +10,10 @@
  *     write N rows: (T + N)*H*es + T*(4 + es);
  *   ReRouting (T received tokens, 8 ranks x 8 experts, fp32 per-token
  *     scales; bf16 only, CANN has no fp32 tokens): read and write T rows and
- *     T scales, write T*4 indices: 2*T*H*es + 12*T.
+ *     T scales, write T*4 indices: 2*T*H*es + 12*T;
+ *   InitRoutingQuantV2 (dynamic quant, dropless, no smooth scale): read T*4
+ *     ids and T gathered rows, write T int8 rows, T*4 row indices and T*4
+ *     scales: T*H*(es + 1) + 12*T.
  * The yardstick copies half those bytes (so it reads and writes as many). Each
  * operator run (both phases, the sort included) is paired with a copy run
  * right after it; ratio = the median of the pairs' copy/op time ratios, GB/s
@@ -22,6 +25,7 @@
 #include "acl/acl.h"
 #include "aclnn/acl_meta.h"
 #include "aclnnop/aclnn_moe_init_routing_v2.h"
+#include "aclnnop/aclnn_moe_init_routing_quant_v2.h"
 #include "aclnnop/aclnn_moe_init_routing_v3.h"
 #include "aclnnop/aclnn_moe_token_permute.h"
 #include "aclnnop/aclnn_moe_token_unpermute.h"
@@ -45,6 +49,8 @@ typedef struct rt_prob {
     int64_t *cnt; /* InitRoutingV3's counts (E) and expanded scale (T) */
     float *esc;
     aclTensor *tcnt, *tesc;
+    float *dqs;             /* InitRoutingQuantV2's scales */
+    aclTensor *tex8, *tdqs; /* its int8 rows (over ex) and scales */
 } rt_prob;
 
 static uint64_t g_state = 0x9E3779B97F4A7C15ull;
@@ -99,24 +105,28 @@ static int rt_make(rt_prob *p, int64_t N, int64_t K, int64_t H, int64_t E, aclDa
     p->cnt = bench_alloc((size_t)E * 8), p->esc = bench_alloc((size_t)T * 4);
     if (!p->cnt || !p->esc) return -1;
     p->tcnt = mk(1, E, 0, ACL_INT64, p->cnt), p->tesc = mk(1, T, 0, ACL_FLOAT, p->esc);
+    p->dqs = bench_alloc((size_t)T * 4 + 64);
+    if (!p->dqs) return -1;
+    memset(p->dqs, 0, (size_t)T * 4);
+    p->tex8 = mk(2, T, H, ACL_INT8, p->ex), p->tdqs = mk(1, T, 0, ACL_FLOAT, p->dqs);
     return 0;
 }
 
 static void rt_free(rt_prob *p) {
     aclTensor *t[] = {p->tx,      p->te,      p->tex,     p->trow,     p->tperm,   p->tprobs,  p->tout,
                       p->trr_tok, p->trr_out, p->trr_scl, p->trr_pscl, p->trr_idx, p->trr_cnt, p->trr_enu,
-                      p->tcnt,    p->tesc};
+                      p->tcnt,    p->tesc,    p->tex8,    p->tdqs};
     for (size_t i = 0; i < sizeof t / sizeof *t; i++)
         if (t[i]) aclDestroyTensor(t[i]);
     void *b[] = {p->x,      p->ex,     p->out,    p->probs,   p->eidx,   p->row, p->perm,
-                 p->rr_tok, p->rr_out, p->rr_scl, p->rr_pscl, p->rr_idx, p->cnt, p->esc};
+                 p->rr_tok, p->rr_out, p->rr_scl, p->rr_pscl, p->rr_idx, p->cnt, p->esc, p->dqs};
     for (size_t i = 0; i < sizeof b / sizeof *b; i++) bench_free(b[i]);
 }
 
 /* OP_REROUTE runs for bf16 only (its problem is made for bf16) */
-enum { OP_INIT, OP_PERMUTE, OP_UNPERMUTE, OP_INIT_V3, OP_COUNT, OP_REROUTE = OP_COUNT };
+enum { OP_INIT, OP_PERMUTE, OP_UNPERMUTE, OP_INIT_V3, OP_QUANT, OP_COUNT, OP_REROUTE = OP_COUNT };
 static const char *const OP_NAME[] = {"aclnnMoeInitRoutingV2", "aclnnMoeTokenPermute", "aclnnMoeTokenUnpermute",
-                                      "aclnnMoeInitRoutingV3", "aclnnMoeReRouting"};
+                                      "aclnnMoeInitRoutingV3", "aclnnMoeInitRoutingQuantV2", "aclnnMoeReRouting"};
 
 static void *g_ws;
 static uint64_t g_ws_size;
@@ -140,6 +150,9 @@ static double rt_run(rt_prob *p, int op) {
         aclDestroyIntArray(ra);
     } else if (op == OP_UNPERMUTE)
         rc = aclnnMoeTokenUnpermuteGetWorkspaceSize(p->tex, p->tperm, p->tprobs, false, NULL, p->tout, &w, &e);
+    else if (op == OP_QUANT)
+        rc = aclnnMoeInitRoutingQuantV2GetWorkspaceSize(p->tx, p->te, NULL, NULL, 0, 0, p->E, 0, 0, false, 1, p->tex8,
+                                                        p->trow, NULL, NULL, p->tdqs, &w, &e);
     else
         rc = aclnnMoeReRoutingGetWorkspaceSize(p->trr_tok, p->trr_cnt, p->trr_scl, 1, 0, p->trr_out, p->trr_pscl,
                                                p->trr_idx, p->trr_enu, &w, &e);
@@ -157,6 +170,7 @@ static double rt_run(rt_prob *p, int op) {
     else if (op == OP_PERMUTE) rc = aclnnMoeTokenPermute(g_ws, w, e, NULL);
     else if (op == OP_UNPERMUTE) rc = aclnnMoeTokenUnpermute(g_ws, w, e, NULL);
     else if (op == OP_INIT_V3) rc = aclnnMoeInitRoutingV3(g_ws, w, e, NULL);
+    else if (op == OP_QUANT) rc = aclnnMoeInitRoutingQuantV2(g_ws, w, e, NULL);
     else rc = aclnnMoeReRouting(g_ws, w, e, NULL);
     if (rc != 0) {
         fprintf(stderr, "bench --routing: %s phase 2 = %d (%s)\n", OP_NAME[op], rc, aclGetRecentErrMsg());
@@ -174,6 +188,7 @@ static int rt_row(rt_prob *p, int op, int reps, int markdown) {
     const int64_t T = p->N * p->K;
     const double es = (double)p->es;
     const double bytes = op == OP_UNPERMUTE ? (double)(T + p->N) * p->H * es + (double)T * (4 + es)
+                         : op == OP_QUANT   ? (double)T * p->H * (es + 1) + 12.0 * (double)T
                          : op == OP_REROUTE ? 2.0 * (double)T * p->H * es + 12.0 * (double)T
                                             : 2.0 * (double)T * p->H * es + 8.0 * (double)T;
     const size_t half = (size_t)(bytes / 2);

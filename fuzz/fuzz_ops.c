@@ -813,6 +813,133 @@ static bool mk_rr(fz_in *in, rng *r, fo_prob *p) {
     return true;
 }
 
+/* MoeInitRoutingQuantV2: (x (N, H), expertIdx (N, K), scale, offset | expandedX int8, expandedRowIdx, count,
+ * beforeCapacity, dynamicQuantScale). The routing from or_init_routing_v2 over the token numbers (+1, so an
+ * empty slot reads 0); the quantisation with CANN's roundings: static on small exact values (multiples of
+ * 1/8 times multiples of 1/4, every fp16 step exact), rint half to even; dynamic in fp32 (products and
+ * quotients rounded once from double), max|v| / 127, the quotient truncated to fp16, half away from zero. */
+static int8_t q8_sat(double v) { return v != v ? 0 : v > 127 ? 127 : v < -128 ? -128 : (int8_t)v; }
+static double q8_trunc16(double q) {
+    if (q != q || q == 0 || isinf(q)) return q;
+    double a = fabs(q);
+    if (a >= 65504.0) a = 65504.0;
+    else {
+        int e;
+        frexp(a, &e);
+        const double quantum = ldexp(1.0, (e - 1 < -14 ? -14 : e - 1) - 10);
+        a = floor(a / quantum) * quantum;
+    }
+    return q < 0 ? -a : a;
+}
+static bool mk_irq2(fz_in *in, rng *r, fo_prob *p) {
+    const int dt = fdt(in);
+    const int64_t N = fz_range(in, 1, 8), K = fz_range(in, 1, 4), H = fz_range(in, 1, 20), T = N * K;
+    const int64_t E = fz_range(in, 1, 6);
+    const int droppad = fz_u8(in) & 1;
+    const int64_t C = droppad ? fz_range(in, 1, N < 4 ? N : 4) : 0;
+    const int64_t active = droppad ? 0 : (fz_u8(in) & 1 ? fz_range(in, 1, T) : 0);
+    const int flag = droppad ? 0 : (int)fz_range(in, 0, 2);
+    const bool before = droppad && (fz_u8(in) & 1);
+    const int qmode = fz_u8(in) & 1, smooth = qmode ? (int)fz_range(in, 0, 2) : 0; /* none, (1, H), (E, H) */
+    fill_small(r, dt, fo_new(p, 0, dt, 2, N, H, 0), N * H);
+    uint8_t *e = fo_new(p, 1, ACL_INT32, 2, N, K, 0);
+    int64_t eid[32], tok[8], perm[32];
+    for (int64_t i = 0; i < T; i++) put_idx(ACL_INT32, e, i, eid[i] = rrange(r, 0, E - 1));
+    const int64_t SR = smooth == 2 ? E : 1;
+    double sc = 0, of = 0;
+    if (qmode == 0) {
+        float f = (float)(rrange(r, -16, 16) / 4.0);
+        memcpy(fo_new(p, 2, ACL_FLOAT, 1, 1, 0, 0), &f, 4);
+        sc = f;
+        f = (float)(rrange(r, -16, 16) / 4.0);
+        memcpy(fo_new(p, 3, ACL_FLOAT, 1, 1, 0, 0), &f, 4);
+        of = f;
+    } else if (smooth) {
+        fill_small(r, ACL_FLOAT, fo_new(p, 2, ACL_FLOAT, 2, SR, H, 0), SR * H);
+    }
+    const int64_t R = droppad ? E * C : (active ? active : T);
+    if (droppad) fo_new(p, 4, ACL_INT8, 3, E, C, H);
+    else fo_new(p, 4, ACL_INT8, 2, R, H, 0);
+    fo_new(p, 5, ACL_INT32, 1, T, 0, 0);
+    if (flag) fo_new(p, 6, ACL_INT32, 1, E, 0, 0);
+    if (before) fo_new(p, 7, ACL_INT32, 1, E, 0, 0);
+    if (qmode) fo_new(p, 8, ACL_FLOAT, 1, R, 0, 0);
+    p->a[0].i = active, p->a[1].i = C, p->a[2].i = E, p->a[3].i = droppad, p->a[4].i = flag, p->a[5].i = before;
+    p->a[6].i = qmode;
+    /* the routing over token numbers */
+    int32_t src[32]; /* R <= 32 */
+    int64_t cnt[8], bef[8];
+    for (int64_t t = 0; t < N; t++) tok[t] = t + 1;
+    int32_t tok32[8];
+    for (int64_t t = 0; t < N; t++) tok32[t] = (int32_t)tok[t];
+    or_init_routing_v2(tok32, N, 1, 4, eid, K, active, E, C, droppad, flag, (int32_t *)(void *)fo_want(p, 5),
+                       (uint8_t *)src, cnt, bef);
+    or_stable_sort(eid, T, perm);
+    if (flag) {
+        int32_t *w = (int32_t *)(void *)fo_want(p, 6);
+        for (int64_t i = 0; i < E; i++) w[i] = (int32_t)cnt[i];
+    }
+    if (before) {
+        int32_t *w = (int32_t *)(void *)fo_want(p, 7);
+        for (int64_t i = 0; i < E; i++) w[i] = (int32_t)bef[i];
+    }
+    int8_t *wx = (int8_t *)(void *)fo_want(p, 4);
+    float *wd = qmode ? (float *)(void *)fo_want(p, 8) : NULL;
+    for (int64_t i = 0; i < R; i++) {
+        if (src[i] == 0) continue; /* an empty slot: zeros */
+        const int64_t t = src[i] - 1, ex = droppad ? i / C : eid[perm[i]];
+        double v[20], m = 0;
+        for (int64_t h = 0; h < H; h++) {
+            v[h] = fr_decode(dt, p->t[0].data, t * H + h);
+            if (smooth) v[h] = (double)(float)(v[h] * fr_decode(ACL_FLOAT, p->t[2].data, (smooth == 2 ? ex : 0) * H + h));
+            m = fabs(v[h]) > m ? fabs(v[h]) : m;
+        }
+        if (qmode == 0) {
+            for (int64_t h = 0; h < H; h++) wx[i * H + h] = q8_sat(nearbyint(v[h] * sc + of));
+            continue;
+        }
+        const double s = (double)(float)(m / 127.0);
+        wd[i] = (float)s;
+        for (int64_t h = 0; h < H; h++) {
+            const double q = q8_trunc16((double)(float)(v[h] / s));
+            wx[i * H + h] = q8_sat(q != q ? q : q >= 0 ? floor(q + 0.5) : -floor(-q + 0.5));
+        }
+    }
+    return true;
+}
+
+/* MoeInitRoutingQuant (V1): mk_ir1's routing (through or_init_routing over token numbers) with the
+ * static quantisation of small exact values (scale, offset: multiples of 1/4), rint half to even. */
+static bool mk_irq1(fz_in *in, rng *r, fo_prob *p) {
+    const int dt = fdt(in);
+    const int64_t N = fz_range(in, 1, 8), K = fz_range(in, 1, 4), H = fz_range(in, 1, 20), T = N * K;
+    const int64_t E = fz_range(in, 1, 6), active = fz_range(in, 1, N + 2);
+    int64_t ridx[32], eid[32];
+    for (int64_t i = 0; i < T; i++) ridx[i] = fz_u8(in) & 1 ? i : (i % K) * N + i / K;
+    if (fz_u8(in) & 1) shuffle(r, ridx, T);
+    fill_small(r, dt, fo_new(p, 0, dt, 2, N, H, 0), N * H);
+    uint8_t *ri = fo_new(p, 1, ACL_INT32, 2, N, K, 0), *ei = fo_new(p, 2, ACL_INT32, 2, N, K, 0);
+    for (int64_t i = 0; i < T; i++) {
+        put_idx(ACL_INT32, ri, i, ridx[i]);
+        put_idx(ACL_INT32, ei, i, eid[i] = rrange(r, 0, E - 1));
+    }
+    const int64_t A = (active < N ? active : N) * K;
+    fo_new(p, 3, ACL_INT8, 2, A, H, 0);
+    fo_new(p, 4, ACL_INT32, 1, T, 0, 0);
+    fo_new(p, 5, ACL_INT32, 1, T, 0, 0);
+    const double sc = rrange(r, -16, 16) / 4.0, of = rrange(r, -16, 16) / 4.0;
+    p->a[0].i = active, p->a[1].d = sc, p->a[2].d = of;
+    int32_t tok32[8], src[32];
+    for (int64_t t = 0; t < N; t++) tok32[t] = (int32_t)t;
+    or_init_routing(tok32, N, 1, 4, ridx, eid, K, active, (uint8_t *)src, (int32_t *)(void *)fo_want(p, 4),
+                    (int32_t *)(void *)fo_want(p, 5));
+    int8_t *wx = (int8_t *)(void *)fo_want(p, 3);
+    for (int64_t i = 0; i < A; i++)
+        for (int64_t h = 0; h < H; h++)
+            wx[i * H + h] = q8_sat(nearbyint(fr_decode(dt, p->t[0].data, src[i] * H + h) * sc + of));
+    return true;
+}
+
 typedef bool (*mk_fn)(fz_in *in, rng *r, fo_prob *p);
 /* One row per operator: its aclnn name and how to make a valid small problem
  * with its oracle (NULL: hostile descriptors and data only, as for an
@@ -839,6 +966,8 @@ static const struct {
     {"aclnnGroupedMatmulV4", mk_gmm4},
     {"aclnnMoeReRouting", mk_rr},
     {"aclnnMoeInitRoutingV3", mk_irv3},
+    {"aclnnMoeInitRoutingQuantV2", mk_irq2},
+    {"aclnnMoeInitRoutingQuant", mk_irq1},
 };
 static mk_fn row_of(const char *name) {
     for (size_t i = 0; i < sizeof ROWS / sizeof ROWS[0]; i++)

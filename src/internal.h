@@ -156,6 +156,8 @@ typedef enum {
     MF_OP_GROUPED_MATMUL_V5 = 20,
     MF_OP_RE_ROUTING = 21, /* aclnnMoeReRouting */
     MF_OP_INIT_ROUTING_V3 = 22,
+    MF_OP_INIT_ROUTING_QUANT = 23,    /* aclnnMoeInitRoutingQuant */
+    MF_OP_INIT_ROUTING_QUANT_V2 = 24, /* aclnnMoeInitRoutingQuantV2 */
     MF_OP_KIND_END /* one past the last kind: keep it last (tests/test_registry.c walks 1..END-1) */
 } mf_op_kind;
 /* The most tensors (inputs + outputs) an operator's signature has. */

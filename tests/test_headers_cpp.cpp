@@ -22,6 +22,8 @@
 #include "aclnnop/aclnn_grouped_matmul_v5.h"
 #include "aclnnop/aclnn_moe_re_routing.h"
 #include "aclnnop/aclnn_moe_init_routing_v3.h"
+#include "aclnnop/aclnn_moe_init_routing_quant.h"
+#include "aclnnop/aclnn_moe_init_routing_quant_v2.h"
 #include "moefr/moefr.h"
 #include "acl/acl.h"
 
@@ -99,6 +101,16 @@ SAME_TYPE(aclnnMoeInitRoutingV3GetWorkspaceSize,
                           int64_t, int64_t, int64_t, bool, int64_t, const aclIntArray *, int64_t, const aclTensor *,
                           const aclTensor *, const aclTensor *, const aclTensor *, uint64_t *, aclOpExecutor **));
 SAME_TYPE(aclnnMoeInitRoutingV3, aclnnStatus (*)(void *, uint64_t, aclOpExecutor *, aclrtStream));
+// issue 22: MoeInitRoutingQuant (V1, V2)
+SAME_TYPE(aclnnMoeInitRoutingQuantGetWorkspaceSize,
+          aclnnStatus (*)(const aclTensor *, const aclTensor *, const aclTensor *, int64_t, double, double,
+                          const aclTensor *, const aclTensor *, const aclTensor *, uint64_t *, aclOpExecutor **));
+SAME_TYPE(aclnnMoeInitRoutingQuant, aclnnStatus (*)(void *, uint64_t, aclOpExecutor *, aclrtStream));
+SAME_TYPE(aclnnMoeInitRoutingQuantV2GetWorkspaceSize,
+          aclnnStatus (*)(const aclTensor *, const aclTensor *, const aclTensor *, const aclTensor *, int64_t, int64_t,
+                          int64_t, int64_t, int64_t, bool, int64_t, const aclTensor *, const aclTensor *,
+                          const aclTensor *, const aclTensor *, const aclTensor *, uint64_t *, aclOpExecutor **));
+SAME_TYPE(aclnnMoeInitRoutingQuantV2, aclnnStatus (*)(void *, uint64_t, aclOpExecutor *, aclrtStream));
 // issue 12: every host-API function with CANN 8.1.RC1's exact type (decltype does not odr-use)
 #define SAME_TYPE_X(fn, type) SAME_TYPE(fn, type);
 MOEFR_HOST_API_SIGNATURES(SAME_TYPE_X)

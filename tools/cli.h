@@ -88,5 +88,7 @@ int cmd_swiglu(int argc, char **argv, int first);
 int cmd_gmm(int argc, char **argv, int first);
 /* tools/cmd_re_routing.c: */
 int cmd_re_routing(int argc, char **argv, int first);
+/* tools/cmd_init_routing_quant.c: */
+int cmd_init_routing_quant(int argc, char **argv, int first);
 
 #endif /* MOEFR_TOOLS_CLI_H_ */

@@ -53,6 +53,8 @@ static const char USAGE[] =
     "           writes DIR/out.npy, zero-filled past the group list's total   (gmm --help)\n"
     "  re-routing aclnnMoeReRouting: --tokens F --expert-token-num-per-rank F [--per-token-scales F]\n"
     "           [--idx-type 0|1] [--dtype bf16] --out DIR   (re-routing --help)\n"
+    "  init-routing-quant  aclnnMoeInitRoutingQuantV2 (or with --v1 aclnnMoeInitRoutingQuant) on .npy\n"
+    "           files: int8 expanded_x, static or dynamic quantisation   (init-routing-quant --help)\n"
     "  bench    throughput in GB/s and its ratio to copy bandwidth (bench --help)\n"
     "  demo     a small built-in example: prints its inputs and results\n"
     "\n"
@@ -484,6 +486,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "demo")) return cmd_demo(argc, argv, i + 1);
     if (!strcmp(cmd, "re-routing")) return cmd_re_routing(argc, argv, i + 1); /* tools/cmd_re_routing.c */
     if (!strcmp(cmd, "init-routing-v3")) return cmd_init_routing_v3(argc, argv, i + 1); /* tools/cmd_init_routing_v3.c */
-    msg("unknown command '%s' (commands: grad, forward, init-routing, init-routing-v3, permute, unpermute, gating, swiglu, gmm, re-routing, bench, demo; see moefr --help)", cmd);
+    if (!strcmp(cmd, "init-routing-quant")) return cmd_init_routing_quant(argc, argv, i + 1); /* tools/cmd_init_routing_quant.c */
+    msg("unknown command '%s' (moefr --help lists the commands)", cmd);
     return EXIT_USAGE;
 }

@@ -297,3 +297,41 @@ def init_routing_v3(x, expert_idx, scale, offset, active_num, expert_capacity, e
         int(expert_num), int(drop_pad_mode), int(num_type), bool(num_flag), int(quant_mode),
         [int(v) for v in expert_range], int(row_idx_type), ex, idx, cnt, sc)
     return ex, idx, cnt, sc
+# ---- issue 22: the init-routing quant operators (int8 expanded rows) ----
+_SIGNATURES["aclnnMoeInitRoutingQuant"] = [_vp, _vp, _vp, _i64, ctypes.c_double, ctypes.c_double, _vp, _vp, _vp]
+_SIGNATURES["aclnnMoeInitRoutingQuantV2"] = [_vp] * 4 + [_i64] * 5 + [_bool, _i64] + [_vp] * 5
+
+
+def init_routing_quant(x, row_idx, expert_idx, active_num, scale, offset):
+    """aclnnMoeInitRoutingQuant -> (expanded_x int8 (min(N, active_num) * K, H), expanded_row_idx,
+    expanded_expert_idx)."""
+    N, H = x.shape
+    K = expert_idx.shape[1]
+    ex = empty((min(int(active_num), N) * K, H), torch.int8)
+    ri = empty((N * K,), torch.int32)
+    ei = empty((N * K,), torch.int32)
+    run("aclnnMoeInitRoutingQuant", x, row_idx, expert_idx, int(active_num), float(scale), float(offset), ex, ri, ei)
+    return ex, ri, ei
+
+
+def init_routing_quant_v2(x, expert_idx, scale, offset, active_num, expert_capacity, expert_num, drop_pad_mode,
+                          count_flag, before_capacity_flag, quant_mode, rows):
+    """aclnnMoeInitRoutingQuantV2 -> (expanded_x int8, expanded_row_idx, count_or_cumsum | None,
+    before_capacity | None, dynamic_quant_scale | None). rows: expanded_x's rows in dropless mode
+    (the caller's shape rule); the outputs are allocated as torch_npu's wrapper allocates them."""
+    H = x.shape[1]
+    T = expert_idx.numel()
+    if drop_pad_mode == 1:
+        ex = empty((expert_num, expert_capacity, H), torch.int8)
+        n_scale = expert_num * expert_capacity
+    else:
+        ex = empty((rows, H), torch.int8)
+        n_scale = rows
+    idx = empty((T,), torch.int32)
+    cnt = empty((expert_num,), torch.int32) if drop_pad_mode == 0 and count_flag > 0 else None
+    before = empty((expert_num,), torch.int32) if drop_pad_mode == 1 and before_capacity_flag else None
+    dqs = empty((n_scale,), torch.float32) if quant_mode == 1 else None
+    run("aclnnMoeInitRoutingQuantV2", x, expert_idx, scale, offset, int(active_num), int(expert_capacity),
+        int(expert_num), int(drop_pad_mode), int(count_flag), bool(before_capacity_flag), int(quant_mode), ex, idx,
+        cnt, before, dqs)
+    return ex, idx, cnt, before, dqs

@@ -26,12 +26,14 @@ from ._npu_mlp import npu_swiglu, npu_swiglu_backward
 from ._npu_gmm import npu_grouped_matmul
 from ._npu_re_routing import npu_moe_re_routing
 from ._npu_init_routing_v2 import npu_moe_init_routing_v2
+from ._npu_init_routing_quant import npu_moe_init_routing_quant
 
 __all__ = ["npu_moe_gating_top_k_softmax", "npu_moe_gating_top_k_softmax_v2", "npu_moe_init_routing",
            "npu_moe_init_routing_v2",
            "npu_moe_compute_expert_tokens", "npu_moe_token_permute", "npu_moe_token_unpermute",
            "npu_moe_finalize_routing", "npu_swiglu", "npu_swiglu_backward", "npu_grouped_matmul",
            "npu_moe_re_routing"]
+__all__ += ["npu_moe_init_routing_quant"]
 
 
 def _check(cond, msg):

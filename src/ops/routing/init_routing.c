@@ -12,7 +12,13 @@ static const char OP[] = "aclnnMoeInitRouting";
 #define TILING ACLNN_ERR_INNER_TILING_ERROR
 #define TRY MF_TRY
 
-enum { S_X, S_RIDX, S_EIDX, S_EX, S_ROW, S_EEX, S_NT };
+#define S_X MF_IR1_X
+#define S_RIDX MF_IR1_RIDX
+#define S_EIDX MF_IR1_EIDX
+#define S_EX MF_IR1_EX
+#define S_ROW MF_IR1_ROW
+#define S_EEX MF_IR1_EEX
+#define S_NT MF_IR1_NT
 static const char *const NAMES[S_NT] = {"x",           "rowIdx",           "expertIdx",
                                         "expandedXOut", "expandedRowIdxOut", "expandedExpertIdxOut"};
 static const unsigned FLAGS[S_NT] = {MF_T_REQUIRED, MF_T_REQUIRED, MF_T_REQUIRED, MF_T_REQUIRED | MF_T_CONTIG,
@@ -26,20 +32,11 @@ static const mf_dtcol COLS[] = {COL(ACL_FLOAT16), COL(ACL_BF16), COL(ACL_FLOAT)}
 #undef COL
 static const mf_op_def DEF = {OP, MF_OP_INIT_ROUTING, 3, 3, NAMES, FLAGS, COLS, 3, COLS, 3};
 
-typedef struct ir1_plan {
-    bool empty;
-    bool strict; /* MOEFR_STRICT=1: no rowIdx value twice */
-    int64_t N, K, T, H, A;
-    size_t es;
-    uint64_t ws_src, ws_key, ws_perm, ws_seen, ws_sort;
-} ir1_plan;
+typedef mf_ir1_plan ir1_plan;
 
-static aclnnStatus need_rank(const char *name, const aclTensor *t, int rank) {
-    return mf_check_rank(OP, TILING, name, t, rank);
-}
-static aclnnStatus need_dim(const char *name, const aclTensor *t, int dim, int64_t want) {
-    return mf_check_dim(OP, TILING, name, t, dim, want);
-}
+/* The tiling checks name the calling operator (InitRoutingQuant shares them). */
+#define need_rank(name, t, rank) mf_check_rank(op, TILING, name, t, rank)
+#define need_dim(name, t, dim, want) mf_check_dim(op, TILING, name, t, dim, want)
 
 static bool same_shape(const aclTensor *a, const aclTensor *b) {
     if (a->ndim != b->ndim) return false;
@@ -49,7 +46,8 @@ static bool same_shape(const aclTensor *a, const aclTensor *b) {
 }
 
 /* CANN's tiling, in its order. Fills N, K, T, H, A of p. */
-static aclnnStatus check_shapes(const aclTensor *const *t, int64_t activeNum, ir1_plan *p) {
+aclnnStatus mf_ir1_check_shapes(const mf_op_def *def, const aclTensor *const *t, int64_t activeNum, ir1_plan *p) {
+    const char *const op = def->name;
     const aclTensor *x = t[S_X], *ri = t[S_RIDX], *ei = t[S_EIDX], *ex = t[S_EX], *row = t[S_ROW],
                     *eex = t[S_EEX];
     char a[96], b[96];
@@ -57,22 +55,22 @@ static aclnnStatus check_shapes(const aclTensor *const *t, int64_t activeNum, ir
     TRY(need_rank("x", x, 2));
     TRY(need_rank("rowIdx", ri, 2));
     if (!same_shape(ri, ei))
-        return mf_fail(TILING, "%s: rowIdx %s and expertIdx %s must have the same shape", OP,
+        return mf_fail(TILING, "%s: rowIdx %s and expertIdx %s must have the same shape", op,
                        mf_shape_str(ri, a, sizeof a), mf_shape_str(ei, b, sizeof b));
     if (x->dims[0] != ei->dims[0])
-        return mf_fail(TILING, "%s: x dim0 (%lld) and expertIdx dim0 (%lld) must be equal", OP,
+        return mf_fail(TILING, "%s: x dim0 (%lld) and expertIdx dim0 (%lld) must be equal", op,
                        (long long)x->dims[0], (long long)ei->dims[0]);
-    if (activeNum < 0) return mf_fail(TILING, "%s: activeNum must be >= 0, got %lld", OP, (long long)activeNum);
+    if (activeNum < 0) return mf_fail(TILING, "%s: activeNum must be >= 0, got %lld", op, (long long)activeNum);
     const int64_t N = ei->dims[0], K = ei->dims[1], H = x->dims[1];
     int64_t T;
     if (!mf_mul_ok(N, K, &T) || T > INT32_MAX)
-        return mf_fail(TILING, "%s: N*K = %lld*%lld must fit int32 (expandedRowIdxOut values)", OP, (long long)N,
+        return mf_fail(TILING, "%s: N*K = %lld*%lld must fit int32 (expandedRowIdxOut values)", op, (long long)N,
                        (long long)K);
     /* CheckOutShape */
     TRY(need_rank("expandedXOut", ex, 2));
     TRY(need_rank("expandedRowIdxOut", row, 1));
     if (!same_shape(row, eex))
-        return mf_fail(TILING, "%s: expandedRowIdxOut %s and expandedExpertIdxOut %s must have the same shape", OP,
+        return mf_fail(TILING, "%s: expandedRowIdxOut %s and expandedExpertIdxOut %s must have the same shape", op,
                        mf_shape_str(row, a, sizeof a), mf_shape_str(eex, b, sizeof b));
     const int64_t A = (activeNum < N ? activeNum : N) * K;
     TRY(need_dim("expandedXOut", ex, 0, A));
@@ -97,36 +95,39 @@ aclnnStatus aclnnMoeInitRoutingGetWorkspaceSize(const aclTensor *x, const aclTen
         pl.empty = true;
         return mf_op_publish(&DEF, t, 0, &pl, sizeof pl, ir1_run, 0, workspaceSize, executor);
     }
-    TRY(check_shapes(t, activeNum, &pl));
+    TRY(mf_ir1_check_shapes(&DEF, t, activeNum, &pl));
     pl.es = mf_dtype_size(x->dtype);
-    pl.strict = mf_index_strict();
+    return mf_op_publish(&DEF, t, 0, &pl, sizeof pl, ir1_run, mf_ir1_layout(&pl), workspaceSize, executor);
+}
+
+uint64_t mf_ir1_layout(ir1_plan *p) {
+    p->strict = mf_index_strict();
     /* workspace: rowIdx read flat, the sort keys, the sorted positions (then
      * the gather's source rows), the strict-mode bitmap, the sort's scratch */
     uint64_t used = 0;
-    const uint64_t T = (uint64_t)pl.T;
-    pl.ws_src = mf_carve(&used, T * 4);
-    pl.ws_key = mf_carve(&used, T * 4);
-    pl.ws_perm = mf_carve(&used, T * 4);
-    if (pl.strict) pl.ws_seen = mf_carve(&used, mf_bitmap_bytes(pl.T));
-    pl.ws_sort = mf_carve(&used, mf_sort_scratch_bytes(pl.T, MF_SORT_KEY_MAX));
-    return mf_op_publish(&DEF, t, 0, &pl, sizeof pl, ir1_run, mf_workspace_with_slack(used), workspaceSize,
-                         executor);
+    const uint64_t T = (uint64_t)p->T;
+    p->ws_src = mf_carve(&used, T * 4);
+    p->ws_key = mf_carve(&used, T * 4);
+    p->ws_perm = mf_carve(&used, T * 4);
+    if (p->strict) p->ws_seen = mf_carve(&used, mf_bitmap_bytes(p->T));
+    p->ws_sort = mf_carve(&used, mf_sort_scratch_bytes(p->T, MF_SORT_KEY_MAX));
+    return mf_workspace_with_slack(used);
 }
 
 /* rowIdx into src[j] (j = r*K + k), each in [0, T); strict: none twice. */
-static aclnnStatus read_row_idx(const ir1_plan *p, const aclTensor *ri, int32_t *src, uint64_t *seen) {
+static aclnnStatus read_row_idx(const char *op, const ir1_plan *p, const aclTensor *ri, int32_t *src, uint64_t *seen) {
     const mf_small v = mf_small_of(ri);
     if (seen) memset(seen, 0, mf_bitmap_bytes(p->T));
     for (int64_t r = 0; r < p->N; r++)
         for (int64_t k = 0; k < p->K; k++) {
             const int32_t d = mf_small_i32(&v, r, k);
             if (d < 0 || d >= p->T)
-                return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: rowIdx[%lld][%lld] = %d is out of range [0, %lld)", OP,
+                return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: rowIdx[%lld][%lld] = %d is out of range [0, %lld)", op,
                                (long long)r, (long long)k, (int)d, (long long)p->T);
             if (seen) {
                 if (mf_bit(seen, d))
                     return mf_fail(ACLNN_ERR_PARAM_INVALID,
-                                   "%s: rowIdx[%lld][%lld] = %d repeats an earlier value (MOEFR_STRICT=1)", OP,
+                                   "%s: rowIdx[%lld][%lld] = %d repeats an earlier value (MOEFR_STRICT=1)", op, 
                                    (long long)r, (long long)k, (int)d);
                 seen[d >> 6] |= (uint64_t)1 << (d & 63);
             }
@@ -136,7 +137,7 @@ static aclnnStatus read_row_idx(const ir1_plan *p, const aclTensor *ri, int32_t 
 }
 
 /* Expert ids into key[j] = id - min (any int32; the spread must fit 31 bits). */
-static aclnnStatus read_keys(const ir1_plan *p, const aclTensor *ei, uint32_t *key, int32_t *lo, int64_t *key_hi) {
+static aclnnStatus read_keys(const char *op, const ir1_plan *p, const aclTensor *ei, uint32_t *key, int32_t *lo, int64_t *key_hi) {
     const mf_small v = mf_small_of(ei);
     int32_t mn = INT32_MAX, mx = INT32_MIN;
     for (int64_t r = 0; r < p->N; r++)
@@ -147,7 +148,7 @@ static aclnnStatus read_keys(const ir1_plan *p, const aclTensor *ei, uint32_t *k
         }
     if ((int64_t)mx - mn >= MF_SORT_KEY_MAX)
         return mf_fail(ACLNN_ERR_PARAM_INVALID,
-                       "%s: expertIdx spans [%d, %d]; moefr sorts ids whose max - min is below 2^31", OP, (int)mn,
+                       "%s: expertIdx spans [%d, %d]; moefr sorts ids whose max - min is below 2^31", op, (int)mn,
                        (int)mx);
     for (int64_t r = 0; r < p->N; r++)
         for (int64_t k = 0; k < p->K; k++) key[r * p->K + k] = (uint32_t)((int64_t)mf_small_i32(&v, r, k) - mn);
@@ -156,20 +157,17 @@ static aclnnStatus read_keys(const ir1_plan *p, const aclTensor *ei, uint32_t *k
     return ACLNN_SUCCESS;
 }
 
-static aclnnStatus ir1_run(const void *plan, const aclTensor *const *t, void *workspace) {
-    const ir1_plan *p = plan;
-    if (p->empty) return ACLNN_SUCCESS;
-    TRY(mf_isa_check(OP));
-    char *ws = mf_align64(workspace);
+aclnnStatus mf_ir1_route(const char *op, const ir1_plan *p, const aclTensor *const *t, char *ws,
+                         const int32_t **src_rows) {
     const int64_t T = p->T;
     int32_t *src = (int32_t *)(ws + p->ws_src);
     uint32_t *key = (uint32_t *)(ws + p->ws_key);
     int32_t *perm = (int32_t *)(ws + p->ws_perm);
     /* every input value is checked before anything is written */
-    TRY(read_row_idx(p, t[S_RIDX], src, p->strict ? (uint64_t *)(ws + p->ws_seen) : NULL));
+    TRY(read_row_idx(op, p, t[S_RIDX], src, p->strict ? (uint64_t *)(ws + p->ws_seen) : NULL));
     int32_t lo = 0;
     int64_t key_hi = 1;
-    TRY(read_keys(p, t[S_EIDX], key, &lo, &key_hi));
+    TRY(read_keys(op, p, t[S_EIDX], key, &lo, &key_hi));
     mf_sort_by_key(key, T, key_hi, perm, ws + p->ws_sort, NULL);
 
     int32_t *row = (int32_t *)mf_tensor_base(t[S_ROW]);
@@ -183,8 +181,18 @@ static aclnnStatus ir1_run(const void *plan, const aclTensor *const *t, void *wo
         row[s] = (int32_t)i;
         perm[i] = (int32_t)(s % p->N); /* from here on: the gather's source rows */
     }
+    *src_rows = perm;
+    return ACLNN_SUCCESS;
+}
+
+static aclnnStatus ir1_run(const void *plan, const aclTensor *const *t, void *workspace) {
+    const ir1_plan *p = plan;
+    if (p->empty) return ACLNN_SUCCESS;
+    TRY(mf_isa_check(OP));
+    const int32_t *src = NULL;
+    TRY(mf_ir1_route(OP, p, t, mf_align64(workspace), &src));
     const mf_rows xv = mf_rows_of(t[S_X]);
-    mf_gather_rows(&xv, p->H, p->es, perm, 1, p->A, mf_tensor_base(t[S_EX]));
+    mf_gather_rows(&xv, p->H, p->es, src, 1, p->A, mf_tensor_base(t[S_EX]));
     return ACLNN_SUCCESS;
 }
 

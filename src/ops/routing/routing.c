@@ -98,7 +98,7 @@ void mf_route_sorted(const mf_route_plan *p, int64_t max_key, const int64_t *cou
     mf_sort_by_key(key, T, key_hi, perm, ws + p->ws_sort, NULL);
     if (!p->drop_pad) {
         for (int64_t i = 0; i < T; i++) row[perm[i]] = (int32_t)i;
-        mf_gather_rows(x, p->H, p->es, perm, p->K, p->A, ex);
+        if (ex) mf_gather_rows(x, p->H, p->es, perm, p->K, p->A, ex);
         if (p->count_flag != 0) {
             int64_t run = 0;
             for (int64_t e = 0; e < E; e++) {
@@ -124,7 +124,7 @@ void mf_route_sorted(const mf_route_plan *p, int64_t max_key, const int64_t *cou
         }
         for (int64_t s = n; s < C; s++) map[e * C + s] = -1;
     }
-    mf_gather_rows(x, p->H, p->es, map, p->K, E * C, ex);
+    if (ex) mf_gather_rows(x, p->H, p->es, map, p->K, E * C, ex);
     if (before)
         for (int64_t e = 0; e < E; e++) before[e] = (int32_t)counts[e];
 }

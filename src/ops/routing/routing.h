@@ -52,9 +52,37 @@ aclnnStatus mf_route_layout(const char *op, mf_route_plan *p, uint64_t used);
 /* With p->T keys in ws + p->ws_key (all < max_key + 1, and < E when
  * counted; counts the per-id totals when counted): the stable sort, the
  * src->dst map row[], the gathered rows ex (from x), the count outputs
- * (cnt, before; NULL when not asked). */
+ * (cnt, before; NULL when not asked). ex NULL: no gather; the gather map is
+ * then left in the workspace (mf_route_gather_map). */
 void mf_route_sorted(const mf_route_plan *p, int64_t max_key, const int64_t *counts, const mf_rows *x, char *ex,
                      int32_t *row, int32_t *cnt, int32_t *before, char *ws);
+/* After mf_route_sorted: the flat position j (token j / K) each gathered
+ * row comes from, -1 for a padded slot; p->A rows (dropless) or E*C
+ * (drop/pad). */
+static inline const int32_t *mf_route_gather_map(const mf_route_plan *p, const char *ws) {
+    return (const int32_t *)(ws + (p->drop_pad ? p->ws_map : p->ws_perm));
+}
+
+/* ---- the first version's core (InitRouting and InitRoutingQuant) ----
+ * Signature slots (the same in both), the plan, CANN's tiling checks of
+ * moe_init_routing(_quant)_tiling.cpp (messages name def->name), the
+ * workspace layout, and the routing itself: rowIdx and the ids read and
+ * checked before any write, the stable sort, expandedRowIdxOut and
+ * expandedExpertIdxOut written; *src then holds the source token of each
+ * of the first A gathered rows (the caller gathers them). */
+enum { MF_IR1_X, MF_IR1_RIDX, MF_IR1_EIDX, MF_IR1_EX, MF_IR1_ROW, MF_IR1_EEX, MF_IR1_NT };
+typedef struct mf_ir1_plan {
+    bool empty;
+    bool strict; /* MOEFR_STRICT=1: no rowIdx value twice */
+    int64_t N, K, T, H, A;
+    size_t es;
+    uint64_t ws_src, ws_key, ws_perm, ws_seen, ws_sort;
+} mf_ir1_plan;
+aclnnStatus mf_ir1_check_shapes(const mf_op_def *def, const aclTensor *const *t, int64_t activeNum, mf_ir1_plan *p);
+/* Fills the ws_* offsets (and strict); returns the bytes to ask for. */
+uint64_t mf_ir1_layout(mf_ir1_plan *p);
+aclnnStatus mf_ir1_route(const char *op, const mf_ir1_plan *p, const aclTensor *const *t, char *ws,
+                         const int32_t **src);
 
 /* ---- the backward core: out[r] = sum over kept k of g[idx[r*K + k]] ----
  * InitRoutingV2Grad and TokenPermuteGrad (InitRoutingV2Grad on Ascend 950). */

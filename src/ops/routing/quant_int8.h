@@ -1,0 +1,24 @@
+/* quant_int8.h - the int8 quantisation of one gathered row, the arithmetic
+ * of CANN's MoeInitRoutingQuant and MoeInitRoutingQuantV2 kernels
+ * (docs/CANN_COMPAT.md, "MoeInitRoutingQuant"). */
+#ifndef MOEFR_OPS_ROUTING_QUANT_INT8_H_
+#define MOEFR_OPS_ROUTING_QUANT_INT8_H_
+
+#include "ops/common.h"
+
+/* mode 0 (static): out[j] = sat8(rint(f16(f16(f16(x[j]) * hs) + ho))), each
+ * step rounded to fp16 (nearest even), hs/ho = fp16(scale)/fp16(offset);
+ * returns 0.
+ * mode 1 (dynamic): v[j] = f32(x[j]) (* smooth[j] in fp32 when smooth is not
+ * NULL); s = max|v| / 127 in fp32 (NaN elements do not count); out[j] =
+ * sat8(round half away from zero(v[j] / s)) (0 for NaN); returns s.
+ * x: H elements of xdtype (FLOAT/FLOAT16/BF16) xstep bytes apart; smooth: H
+ * fp32 values sstep bytes apart. */
+typedef struct mf_q8 {
+    int mode;
+    uint16_t hs, ho;
+} mf_q8;
+float mf_quant_int8_row(const mf_q8 *q, const char *x, int64_t xstep, int xdtype, const char *smooth, int64_t sstep,
+                        int64_t H, int8_t *out);
+
+#endif /* MOEFR_OPS_ROUTING_QUANT_INT8_H_ */

@@ -20,6 +20,10 @@
 #include "aclnnop/aclnn_grouped_matmul_v3.h"
 #include "aclnnop/aclnn_grouped_matmul_v4.h"
 #include "aclnnop/aclnn_grouped_matmul_v5.h"
+#include "aclnnop/aclnn_moe_token_permute_with_routing_map.h"
+#include "aclnnop/aclnn_moe_token_permute_with_routing_map_grad.h"
+#include "aclnnop/aclnn_moe_token_unpermute_with_routing_map.h"
+#include "aclnnop/aclnn_moe_token_unpermute_with_routing_map_grad.h"
 #include "moefr/moefr.h"
 #include "acl/acl.h"
 

@@ -232,7 +232,7 @@ static void unpermute_case(aclDataType dt, aclDataType mt, int64_t N, int64_t E,
     void *x = rand_data(dt, M * H), *pr = rand_data(dt, N * E);
     uint8_t *map = rand_map(N, E, K);
     int32_t *idx = malloc(sizeof(int32_t) * (size_t)L + 4);
-    for (int64_t i = 0; i < L; i++) idx[i] = (int32_t)(pad ? tu_below(N) : tu_below(M + 2)); /* >= M: skipped */
+    for (int64_t i = 0; i < L; i++) idx[i] = (int32_t)(pad ? tu_below(N) : tu_below(M + 3) - 1); /* -1, >= M: skipped */
     unsigned char *o, *oo = NULL, *ot = NULL, *op = NULL;
     aclTensor *tx = in2(x, 2, M, H, dt, strided), *ti = in2(idx, 1, L, 0, ACL_INT32, strided),
               *tm = in2(map, 2, N, E, mt, strided), *tp = with_probs ? in2(pr, 2, N, E, dt, strided) : NULL;
@@ -265,7 +265,7 @@ static void unpermute_case(aclDataType dt, aclDataType mt, int64_t N, int64_t E,
                 for (int64_t k = 0; k < K; k++) {
                     const int32_t d = idx[r * K + k];
                     const double p = with_probs ? pv[r * K + k] : 1.0;
-                    if (d >= M || (with_probs && p == 0.0)) continue;
+                    if (d < 0 || d >= M || (with_probs && p == 0.0)) continue;
                     const float v = with_probs ? f32(get(dt, x, d * H + h)) * f32(p) : f32(get(dt, x, d * H + h));
                     acc = first ? v : acc + v, first = 0;
                 }
@@ -324,6 +324,7 @@ static void unpermute_grad_case(aclDataType dt, aclDataType mt, int64_t N, int64
         oidx[i] = oidx[j], oidx[j] = s;
     }
     for (int64_t i = 0; i < M; i++) tid[i] = (int32_t)tu_below(N);
+    if (!pad && tu_chance(50)) oidx[tu_below(M)] = -1; /* an unused slot: nothing written */
     unsigned char *o, *op = NULL;
     aclTensor *tg = in2(g, 2, N, H, dt, strided), *to_ = in2(oidx, 1, M, 0, ACL_INT32, strided),
               *tt = in2(tid, 1, M, 0, ACL_INT32, strided), *tm = with_probs ? in2(map, 2, N, E, mt, strided) : NULL,
@@ -340,6 +341,7 @@ static void unpermute_grad_case(aclDataType dt, aclDataType mt, int64_t N, int64
     double *gp = calloc((size_t)(N * E) + 1, sizeof(double));
     for (int64_t i = 0; i < M; i++) {
         const int64_t d = oidx[i];
+        if (d < 0) continue;
         int64_t r = pad ? tid[i] : i / K, ex = 0;
         double p = 1.0;
         if (with_probs && !pad) { /* the (i % K)-th routed expert of r */

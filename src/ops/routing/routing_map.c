@@ -483,7 +483,7 @@ static void up_tokens(void *vc, int64_t r0, int64_t r1) {
             for (int64_t k = 0; k < K; k++) {
                 const int32_t d = c->idx[r * K + k];
                 const float pv = c->pr ? c->pr[r * K + k] : 1.0f;
-                if (d >= p->M || (c->pr && pv == 0.0f)) continue; /* CANN's kernel skips these terms */
+                if (d < 0 || d >= p->M || (c->pr && pv == 0.0f)) continue; /* CANN's kernel skips these terms */
                 mf_widen_f32(rm_at(&c->x, d, h0), c->x.s1, p->dtype, n, tmp, 1);
                 if (c->pr)
                     for (int64_t j = 0; j < n; j++) tmp[j] = tmp[j] * pv;
@@ -520,8 +520,8 @@ static aclnnStatus up_run(const void *plan, const aclTensor *const *t, void *wor
         }
         for (int64_t i = 0; i < p->L; i++) {
             idx[i] = rm_i32(t[U_IDX], i);
-            if (idx[i] < 0)
-                return mf_fail(INVALID, "%s: sortedIndices[%lld] = %d is negative", OPU, (long long)i, (int)idx[i]);
+            if (idx[i] < -1) /* -1: an unused slot (torch_npu's documentation), skipped */
+                return mf_fail(INVALID, "%s: sortedIndices[%lld] = %d is below -1", OPU, (long long)i, (int)idx[i]);
         }
         if (p->probs) { /* probs masked by the map, row-major (the kernel's masked select) */
             int64_t q = 0;
@@ -710,6 +710,7 @@ static aclnnStatus ug_run(const void *plan, const aclTensor *const *t, void *wor
     /* every value checked before the first write */
     for (int64_t i = 0; i < p->M; i++) {
         const int32_t d = rm_i32(t[UG_OIDX], i);
+        if (d == -1 && !p->pad) continue; /* an unused slot: nothing written */
         if (d < 0 || d >= p->rows)
             return mf_fail(INVALID, "%s: outIndex[%lld] = %d is out of range [0, %lld)", OPUG, (long long)i, (int)d,
                            (long long)p->rows);
@@ -728,6 +729,7 @@ static aclnnStatus ug_run(const void *plan, const aclTensor *const *t, void *wor
     if (!p->probs) {
         for (int64_t i = 0; i < p->M; i++) {
             const int32_t d = rm_i32(t[UG_OIDX], i);
+            if (d < 0) continue;
             const int64_t r = p->pad ? rm_i32(t[UG_TID], i) : i / p->K;
             for (int64_t h = 0; h < p->H; h++) memcpy(gx + d * rb + h * es, rm_at(&g, r, h), (size_t)es);
         }
@@ -741,6 +743,7 @@ static aclnnStatus ug_run(const void *plan, const aclTensor *const *t, void *wor
             for (int64_t e = 0; e < p->E; e++) {
                 if (!*rm_at(&map, r, e)) continue;
                 const int32_t d = rm_i32(t[UG_OIDX], r * p->K + k++);
+                if (d < 0) continue;
                 const double dot = ug_term(p, &g, &x, r, d, rm_f32(rm_at(&pr, r, e), p->dtype), gx);
                 mf_store_f64(gp + (r * p->E + e) * es, p->dtype, dot);
             }

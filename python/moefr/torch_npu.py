@@ -26,11 +26,17 @@ from ._npu_gating import npu_moe_gating_top_k_softmax, npu_moe_gating_top_k_soft
 from ._npu_permute import npu_moe_token_permute, npu_moe_token_unpermute
 from ._npu_mlp import npu_swiglu, npu_swiglu_backward
 from ._npu_gmm import npu_grouped_matmul
+from ._npu_routing_map import (npu_moe_token_permute_with_routing_map, npu_moe_token_permute_with_routing_map_grad,
+                               npu_moe_token_unpermute_with_routing_map, _npu_moe_token_unpermute_with_routing_map,
+                               npu_moe_token_unpermute_with_routing_map_grad)
 
 __all__ = ["npu_moe_gating_top_k_softmax", "npu_moe_gating_top_k_softmax_v2", "npu_moe_init_routing",
            "npu_moe_init_routing_v2",
            "npu_moe_compute_expert_tokens", "npu_moe_token_permute", "npu_moe_token_unpermute",
-           "npu_moe_finalize_routing", "npu_swiglu", "npu_swiglu_backward", "npu_grouped_matmul"]
+           "npu_moe_finalize_routing", "npu_swiglu", "npu_swiglu_backward", "npu_grouped_matmul",
+           "npu_moe_token_permute_with_routing_map", "npu_moe_token_permute_with_routing_map_grad",
+           "npu_moe_token_unpermute_with_routing_map", "_npu_moe_token_unpermute_with_routing_map",
+           "npu_moe_token_unpermute_with_routing_map_grad"]
 
 
 def _check(cond, msg):

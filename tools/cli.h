@@ -85,4 +85,8 @@ int cmd_gating(int argc, char **argv, int first);
 int cmd_swiglu(int argc, char **argv, int first);
 int cmd_gmm(int argc, char **argv, int first);
 
+/* tools/cmd_routing_map.c (issue 22): */
+int cmd_permute_map(int argc, char **argv, int first);
+int cmd_unpermute_map(int argc, char **argv, int first);
+
 #endif /* MOEFR_TOOLS_CLI_H_ */

@@ -471,11 +471,48 @@ typedef struct up_ctx {
     const float *pr; /* NULL without probs */
     char *out;
 } up_ctx;
+/* acc[j] (= or +=) the n elements of row (s bytes apart, dtype) times pv
+ * (scale) or as they are: one fused loop per dtype, fp32 products and sums. */
+static inline float up_ld(const char *q, int dtype) {
+    float f;
+    uint16_t h;
+    if (dtype == ACL_FLOAT) {
+        memcpy(&f, q, 4);
+        return f;
+    }
+    memcpy(&h, q, 2);
+    if (dtype == ACL_BF16) {
+        const uint32_t b = (uint32_t)h << 16;
+        memcpy(&f, &b, 4);
+        return f;
+    }
+    return mf_f16_to_f32(h);
+}
+#define UP_LOOP(DT)                                                                              \
+    do {                                                                                         \
+        if (first && scale)                                                                      \
+            for (int64_t j = 0; j < n; j++) acc[j] = up_ld(row + j * s, DT) * pv;                \
+        else if (first)                                                                          \
+            for (int64_t j = 0; j < n; j++) acc[j] = up_ld(row + j * s, DT);                     \
+        else if (scale)                                                                          \
+            for (int64_t j = 0; j < n; j++) acc[j] += up_ld(row + j * s, DT) * pv;               \
+        else                                                                                     \
+            for (int64_t j = 0; j < n; j++) acc[j] += up_ld(row + j * s, DT);                    \
+    } while (0)
+static void up_acc(float *acc, const char *row, int64_t s, int dtype, int64_t n, float pv, bool first, bool scale) {
+    switch (dtype) {
+    case ACL_FLOAT: UP_LOOP(ACL_FLOAT); break;
+    case ACL_BF16: UP_LOOP(ACL_BF16); break;
+    default: UP_LOOP(ACL_FLOAT16); break;
+    }
+}
+#undef UP_LOOP
+
 static void up_tokens(void *vc, int64_t r0, int64_t r1) {
     const up_ctx *c = vc;
     const up_plan *p = c->p;
     const int64_t H = p->H, K = p->K, es = (int64_t)p->es;
-    float acc[RM_TILE], tmp[RM_TILE];
+    float acc[RM_TILE];
     for (int64_t r = r0; r < r1; r++)
         for (int64_t h0 = 0; h0 < H; h0 += RM_TILE) {
             const int64_t n = H - h0 < RM_TILE ? H - h0 : RM_TILE;
@@ -484,15 +521,8 @@ static void up_tokens(void *vc, int64_t r0, int64_t r1) {
                 const int32_t d = c->idx[r * K + k];
                 const float pv = c->pr ? c->pr[r * K + k] : 1.0f;
                 if (d < 0 || d >= p->M || (c->pr && pv == 0.0f)) continue; /* CANN's kernel skips these terms */
-                mf_widen_f32(rm_at(&c->x, d, h0), c->x.s1, p->dtype, n, tmp, 1);
-                if (c->pr)
-                    for (int64_t j = 0; j < n; j++) tmp[j] = tmp[j] * pv;
-                if (first) {
-                    for (int64_t j = 0; j < n; j++) acc[j] = tmp[j];
-                    first = false;
-                } else {
-                    for (int64_t j = 0; j < n; j++) acc[j] += tmp[j];
-                }
+                up_acc(acc, rm_at(&c->x, d, h0), c->x.s1, p->dtype, n, pv, first, c->pr != NULL);
+                first = false;
             }
             char *o = c->out + (r * H + h0) * es;
             if (first) memset(o, 0, (size_t)(n * es));

@@ -285,7 +285,10 @@ def token_permute_with_routing_map_grad(grad, probs_grad, sorted_indices, routin
 def token_unpermute_with_routing_map(permuted, sorted_indices, restore_shape, probs, routing_map, drop_and_pad):
     """aclnnMoeTokenUnpermuteWithRoutingMap -> (unpermuted (restore_shape), out_index, permuted_token_id,
     permute_probs | None). The index outputs are written in drop_and_pad mode only (zeros otherwise)."""
-    out = empty((int(restore_shape[0]), int(restore_shape[1])), permuted.dtype)
+    shape = (int(restore_shape[0]), int(restore_shape[1]))
+    # no rows to add (the operator then writes nothing, as CANN's): zeros
+    out = torch.zeros(shape, dtype=permuted.dtype) if permuted.numel() == 0 or sorted_indices.numel() == 0 \
+        else empty(shape, permuted.dtype)
     oidx = torch.zeros(tuple(sorted_indices.shape), dtype=sorted_indices.dtype)
     tid = torch.zeros(tuple(sorted_indices.shape), dtype=sorted_indices.dtype)
     pp = empty(tuple(sorted_indices.shape), probs.dtype) if probs is not None else None

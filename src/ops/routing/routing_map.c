@@ -464,50 +464,24 @@ typedef struct up_plan {
     uint64_t ws_idx, ws_p, ws_start, ws_order;
 } up_plan;
 
+/* the unpermute's fused row loop (routing_map_acc.h): the generic build here, an
+ * eight-lane one in routing_map_avx2.c (AVX2 without FMA: the same operations, the same bits) */
+#define RM_ACC mf_rm_acc_generic
+#include "ops/routing/routing_map_acc.h"
+#undef RM_ACC
+#if defined(MOEFR_X86_KERNELS)
+void mf_rm_acc_avx2(float *acc, const char *row, int64_t s, int dtype, int64_t n, float pv, bool first, bool scale);
+#endif
+typedef void (*rm_acc_fn)(float *, const char *, int64_t, int, int64_t, float, bool, bool);
+
 typedef struct up_ctx {
     const up_plan *p;
+    rm_acc_fn acc;
     rm_mat x;
     const int32_t *idx;
     const float *pr; /* NULL without probs */
     char *out;
 } up_ctx;
-/* acc[j] (= or +=) the n elements of row (s bytes apart, dtype) times pv
- * (scale) or as they are: one fused loop per dtype, fp32 products and sums. */
-static inline float up_ld(const char *q, int dtype) {
-    float f;
-    uint16_t h;
-    if (dtype == ACL_FLOAT) {
-        memcpy(&f, q, 4);
-        return f;
-    }
-    memcpy(&h, q, 2);
-    if (dtype == ACL_BF16) {
-        const uint32_t b = (uint32_t)h << 16;
-        memcpy(&f, &b, 4);
-        return f;
-    }
-    return mf_f16_to_f32(h);
-}
-#define UP_LOOP(DT)                                                                              \
-    do {                                                                                         \
-        if (first && scale)                                                                      \
-            for (int64_t j = 0; j < n; j++) acc[j] = up_ld(row + j * s, DT) * pv;                \
-        else if (first)                                                                          \
-            for (int64_t j = 0; j < n; j++) acc[j] = up_ld(row + j * s, DT);                     \
-        else if (scale)                                                                          \
-            for (int64_t j = 0; j < n; j++) acc[j] += up_ld(row + j * s, DT) * pv;               \
-        else                                                                                     \
-            for (int64_t j = 0; j < n; j++) acc[j] += up_ld(row + j * s, DT);                    \
-    } while (0)
-static void up_acc(float *acc, const char *row, int64_t s, int dtype, int64_t n, float pv, bool first, bool scale) {
-    switch (dtype) {
-    case ACL_FLOAT: UP_LOOP(ACL_FLOAT); break;
-    case ACL_BF16: UP_LOOP(ACL_BF16); break;
-    default: UP_LOOP(ACL_FLOAT16); break;
-    }
-}
-#undef UP_LOOP
-
 static void up_tokens(void *vc, int64_t r0, int64_t r1) {
     const up_ctx *c = vc;
     const up_plan *p = c->p;
@@ -521,7 +495,7 @@ static void up_tokens(void *vc, int64_t r0, int64_t r1) {
                 const int32_t d = c->idx[r * K + k];
                 const float pv = c->pr ? c->pr[r * K + k] : 1.0f;
                 if (d < 0 || d >= p->M || (c->pr && pv == 0.0f)) continue; /* CANN's kernel skips these terms */
-                up_acc(acc, rm_at(&c->x, d, h0), c->x.s1, p->dtype, n, pv, first, c->pr != NULL);
+                c->acc(acc, rm_at(&c->x, d, h0), c->x.s1, p->dtype, n, pv, first, c->pr != NULL);
                 first = false;
             }
             char *o = c->out + (r * H + h0) * es;
@@ -563,7 +537,10 @@ static aclnnStatus up_run(const void *plan, const aclTensor *const *t, void *wor
                         q++;
                     }
         }
-        up_ctx c = {p, rm_mat_of(t[U_X]), idx, p->probs ? pv : NULL, mf_tensor_base(t[U_OUT])};
+        up_ctx c = {p, mf_rm_acc_generic, rm_mat_of(t[U_X]), idx, p->probs ? pv : NULL, mf_tensor_base(t[U_OUT])};
+#if defined(MOEFR_X86_KERNELS)
+        if (strncmp(mf_kernels()->isa, "avx", 3) == 0) c.acc = mf_rm_acc_avx2; /* avx2, avx512: same bits */
+#endif
         const int64_t per = p->H * es * (p->K + 1) + 1;
         mf_parallel_for(p->N, up_tokens, &c, (256 * 1024) / per + 1);
         return ACLNN_SUCCESS;

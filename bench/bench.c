@@ -515,7 +515,7 @@ static void usage(FILE *f, const char *prog) {
             "  --swiglu: only aclnnSwiGlu and aclnnSwiGluGrad at x (16384, 2816) (bench/swiglu.c), fp32 and bf16,\n"
             "  GB/s against a same-traffic memcpy; --quick: a quarter of the rows.\n"
             "  --bias: each --shape also runs with biasOptional (64 experts) and prints the bias cost.\n"
-            "  --routing[=H]: InitRoutingV2, TokenPermute, TokenUnpermute, InitRoutingV3 at N=8192 K=8 H=4096 (or H) E=64, fp32, bf16\n"
+            "  --routing[=H]: the routing family's data movers (moefr_bench --routing lists them) at N=8192 K=8 H=4096 (or H) E=64, fp32, bf16\n"
             "  against a same-traffic memcpy (bench/routing.c says which bytes; --quick: N=1024).\n"
             "  --isa LIST|all: run everything once per kernel path (comma-separated, or every path this\n"
             "  CPU runs), each in a child with MOEFR_ISA set, then compare the paths row by row.\n"

@@ -38,7 +38,7 @@ int bench_ceilings(int64_t R, int64_t K, int64_t H, size_t es, const char *dtype
 int bench_overlap(int64_t R, int64_t K, int64_t H, size_t es, const char *dtype, int threads, int reps,
                   double ns_row, int markdown);
 
-/* --routing (routing.c): InitRoutingV2, TokenPermute, TokenUnpermute at
+/* --routing (routing.c): InitRoutingV2, TokenPermute, TokenUnpermute, the routing-map pair at
  * (N, K, H) with E experts, fp32 and bf16, against a same-traffic memcpy. */
 int bench_routing(int64_t N, int64_t K, int64_t H, int64_t E, int reps, int markdown);
 /* `--gating` (gating.c): MoeGatingTopKSoftmax(V2) at (8192, 256), k = 8, fp32 and bf16. */

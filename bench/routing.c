@@ -13,7 +13,11 @@
  *     T scales, write T*4 indices: 2*T*H*es + 12*T;
  *   InitRoutingQuantV2 (dynamic quant, dropless, no smooth scale): read T*4
  *     ids and T gathered rows, write T int8 rows, T*4 row indices and T*4
- *     scales: T*H*(es + 1) + 12*T.
+ *     scales: T*H*(es + 1) + 12*T;
+ *   TokenPermuteWithRoutingMap (dropless, no probs): read the N*E map, read
+ *     and write T rows, write T*4 indices: 2*T*H*es + N*E + 4*T;
+ *   TokenUnpermuteWithRoutingMap (dropless, probs): as TokenUnpermute plus
+ *     the map and the N*E probs it selects from: (T + N)*H*es + 4*T + N*E*(1 + es).
  * The yardstick copies half those bytes (so it reads and writes as many). Each
  * operator run (both phases, the sort included) is paired with a copy run
  * right after it; ratio = the median of the pairs' copy/op time ratios, GB/s
@@ -30,6 +34,8 @@
 #include "aclnnop/aclnn_moe_token_permute.h"
 #include "aclnnop/aclnn_moe_token_unpermute.h"
 #include "aclnnop/aclnn_moe_re_routing.h"
+#include "aclnnop/aclnn_moe_token_permute_with_routing_map.h"
+#include "aclnnop/aclnn_moe_token_unpermute_with_routing_map.h"
 #include "bench/bench.h"
 #include "moefr/moefr.h"
 
@@ -51,6 +57,8 @@ typedef struct rt_prob {
     aclTensor *tcnt, *tesc;
     float *dqs;             /* InitRoutingQuantV2's scales */
     aclTensor *tex8, *tdqs; /* its int8 rows (over ex) and scales */
+    char *map, *probs_ne; /* routing map (N, E) with K ones a row, probs (N, E) */
+    aclTensor *tmap, *tprobs_ne;
 } rt_prob;
 
 static uint64_t g_state = 0x9E3779B97F4A7C15ull;
@@ -109,24 +117,37 @@ static int rt_make(rt_prob *p, int64_t N, int64_t K, int64_t H, int64_t E, aclDa
     if (!p->dqs) return -1;
     memset(p->dqs, 0, (size_t)T * 4);
     p->tex8 = mk(2, T, H, ACL_INT8, p->ex), p->tdqs = mk(1, T, 0, ACL_FLOAT, p->dqs);
+    p->map = bench_alloc((size_t)(N * E) + 1);
+    p->probs_ne = bench_alloc((size_t)(N * E) * p->es + 1);
+    if (!p->map || !p->probs_ne) return -1;
+    memset(p->map, 0, (size_t)(N * E));
+    for (int64_t r = 0; r < N; r++)
+        for (int64_t k = 0; k < K && k < E;) {
+            const int64_t e = (int64_t)(rnd32() % (uint32_t)E);
+            if (!p->map[r * E + e]) p->map[r * E + e] = 1, k++;
+        }
+    for (int64_t i = 0; i < N * E * (int64_t)p->es; i++) p->probs_ne[i] = (char)(rnd32() & 0x3f);
+    p->tmap = mk(2, N, E, ACL_BOOL, p->map), p->tprobs_ne = mk(2, N, E, dt, p->probs_ne);
     return 0;
 }
 
 static void rt_free(rt_prob *p) {
     aclTensor *t[] = {p->tx,      p->te,      p->tex,     p->trow,     p->tperm,   p->tprobs,  p->tout,
                       p->trr_tok, p->trr_out, p->trr_scl, p->trr_pscl, p->trr_idx, p->trr_cnt, p->trr_enu,
-                      p->tcnt,    p->tesc,    p->tex8,    p->tdqs};
+                      p->tcnt,    p->tesc,    p->tex8,    p->tdqs,     p->tmap,    p->tprobs_ne};
     for (size_t i = 0; i < sizeof t / sizeof *t; i++)
         if (t[i]) aclDestroyTensor(t[i]);
-    void *b[] = {p->x,      p->ex,     p->out,    p->probs,   p->eidx,   p->row, p->perm,
-                 p->rr_tok, p->rr_out, p->rr_scl, p->rr_pscl, p->rr_idx, p->cnt, p->esc, p->dqs};
+    void *b[] = {p->x,      p->ex,     p->out,    p->probs,   p->eidx,   p->row, p->perm, p->rr_tok,
+                 p->rr_out, p->rr_scl, p->rr_pscl, p->rr_idx, p->cnt,    p->esc, p->dqs,  p->map, p->probs_ne};
     for (size_t i = 0; i < sizeof b / sizeof *b; i++) bench_free(b[i]);
 }
 
 /* OP_REROUTE runs for bf16 only (its problem is made for bf16) */
-enum { OP_INIT, OP_PERMUTE, OP_UNPERMUTE, OP_INIT_V3, OP_QUANT, OP_COUNT, OP_REROUTE = OP_COUNT };
-static const char *const OP_NAME[] = {"aclnnMoeInitRoutingV2", "aclnnMoeTokenPermute", "aclnnMoeTokenUnpermute",
-                                      "aclnnMoeInitRoutingV3", "aclnnMoeInitRoutingQuantV2", "aclnnMoeReRouting"};
+enum { OP_INIT, OP_PERMUTE, OP_UNPERMUTE, OP_INIT_V3, OP_QUANT, OP_PERMUTE_RM, OP_UNPERMUTE_RM, OP_COUNT,
+       OP_REROUTE = OP_COUNT };
+static const char *const OP_NAME[] = {"aclnnMoeInitRoutingV2",      "aclnnMoeTokenPermute", "aclnnMoeTokenUnpermute",
+                                      "aclnnMoeInitRoutingV3",      "aclnnMoeInitRoutingQuantV2",
+                                      "PermuteWithRoutingMap",      "UnpermuteWithRoutingMap", "aclnnMoeReRouting"};
 
 static void *g_ws;
 static uint64_t g_ws_size;
@@ -153,6 +174,12 @@ static double rt_run(rt_prob *p, int op) {
     else if (op == OP_QUANT)
         rc = aclnnMoeInitRoutingQuantV2GetWorkspaceSize(p->tx, p->te, NULL, NULL, 0, 0, p->E, 0, 0, false, 1, p->tex8,
                                                         p->trow, NULL, NULL, p->tdqs, &w, &e);
+    else if (op == OP_PERMUTE_RM)
+        rc = aclnnMoeTokenPermuteWithRoutingMapGetWorkspaceSize(p->tx, p->tmap, NULL, p->N * p->K, false, p->tex, NULL,
+                                                                p->trow, &w, &e);
+    else if (op == OP_UNPERMUTE_RM)
+        rc = aclnnMoeTokenUnpermuteWithRoutingMapGetWorkspaceSize(p->tex, p->tperm, p->tmap, p->tprobs_ne, false, NULL,
+                                                                  p->tout, NULL, NULL, NULL, &w, &e);
     else
         rc = aclnnMoeReRoutingGetWorkspaceSize(p->trr_tok, p->trr_cnt, p->trr_scl, 1, 0, p->trr_out, p->trr_pscl,
                                                p->trr_idx, p->trr_enu, &w, &e);
@@ -171,6 +198,8 @@ static double rt_run(rt_prob *p, int op) {
     else if (op == OP_UNPERMUTE) rc = aclnnMoeTokenUnpermute(g_ws, w, e, NULL);
     else if (op == OP_INIT_V3) rc = aclnnMoeInitRoutingV3(g_ws, w, e, NULL);
     else if (op == OP_QUANT) rc = aclnnMoeInitRoutingQuantV2(g_ws, w, e, NULL);
+    else if (op == OP_PERMUTE_RM) rc = aclnnMoeTokenPermuteWithRoutingMap(g_ws, w, e, NULL);
+    else if (op == OP_UNPERMUTE_RM) rc = aclnnMoeTokenUnpermuteWithRoutingMap(g_ws, w, e, NULL);
     else rc = aclnnMoeReRouting(g_ws, w, e, NULL);
     if (rc != 0) {
         fprintf(stderr, "bench --routing: %s phase 2 = %d (%s)\n", OP_NAME[op], rc, aclGetRecentErrMsg());
@@ -187,10 +216,13 @@ static int cmp_d(const void *a, const void *b) {
 static int rt_row(rt_prob *p, int op, int reps, int markdown) {
     const int64_t T = p->N * p->K;
     const double es = (double)p->es;
-    const double bytes = op == OP_UNPERMUTE ? (double)(T + p->N) * p->H * es + (double)T * (4 + es)
-                         : op == OP_QUANT   ? (double)T * p->H * (es + 1) + 12.0 * (double)T
-                         : op == OP_REROUTE ? 2.0 * (double)T * p->H * es + 12.0 * (double)T
-                                            : 2.0 * (double)T * p->H * es + 8.0 * (double)T;
+    const double NE = (double)(p->N * p->E);
+    const double bytes = op == OP_UNPERMUTE      ? (double)(T + p->N) * p->H * es + (double)T * (4 + es)
+                         : op == OP_QUANT        ? (double)T * p->H * (es + 1) + 12.0 * (double)T
+                         : op == OP_REROUTE      ? 2.0 * (double)T * p->H * es + 12.0 * (double)T
+                         : op == OP_PERMUTE_RM   ? 2.0 * (double)T * p->H * es + NE + 4.0 * (double)T
+                         : op == OP_UNPERMUTE_RM ? (double)(T + p->N) * p->H * es + 4.0 * (double)T + NE * (1 + es)
+                                                 : 2.0 * (double)T * p->H * es + 8.0 * (double)T;
     const size_t half = (size_t)(bytes / 2);
     char *src = bench_alloc(half + 64), *dst = bench_alloc(half + 64);
     if (!src || !dst) return -1;

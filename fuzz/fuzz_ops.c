@@ -940,6 +940,67 @@ static bool mk_irq1(fz_in *in, rng *r, fo_prob *p) {
     return true;
 }
 
+/* MoeTokenPermuteWithRoutingMap (tokens, routingMap, probs | permuteTokens, permuteProbs,
+ * sortedIndices): a BOOL map with K ones a row; dropless (the expert-major ones, their
+ * row-major positions' ranks) or drop-and-pad (per expert the routed tokens, then the others,
+ * C kept); pure data movement, bytes compared. */
+static bool mk_pwrm(fz_in *in, rng *r, fo_prob *p) {
+    const int dt = fdt(in);
+    const bool pad = fz_u8(in) & 1, probs = fz_u8(in) & 1;
+    const int64_t N = fz_range(in, 1, 8), E = fz_range(in, 1, 6), K = fz_range(in, 1, E), H = fz_range(in, 1, 20);
+    const int64_t C = pad ? fz_range(in, 1, N) : 0, rows = pad ? E * C : N * K;
+    const size_t es = esize(dt);
+    fill_small(r, dt, fo_new(p, 0, dt, 2, N, H, 0), N * H);
+    uint8_t *m = fo_new(p, 1, ACL_BOOL, 2, N, E, 0);
+    memset(m, 0, (size_t)(N * E));
+    for (int64_t rr = 0; rr < N; rr++)
+        for (int64_t k = 0; k < K;) {
+            const int64_t e = rrange(r, 0, E - 1);
+            if (!m[rr * E + e]) m[rr * E + e] = 1, k++;
+        }
+    if (probs) fill_small(r, dt, fo_new(p, 2, dt, 2, N, E, 0), N * E);
+    fo_new(p, 3, dt, 2, rows, H, 0);
+    if (probs) fo_new(p, 4, dt, 1, rows, 0, 0);
+    fo_new(p, 5, ACL_INT32, 1, rows, 0, 0);
+    uint8_t *wt = fo_want(p, 3), *wp = probs ? fo_want(p, 4) : NULL, *wi = fo_want(p, 5);
+    int64_t tok_of[64], q_of[64], i = 0; /* output row i: its token (and dropless: its row-major position) */
+    for (int64_t e = 0; e < E; e++) {
+        if (!pad) {
+            for (int64_t rr = 0; rr < N; rr++)
+                if (m[rr * E + e]) {
+                    int64_t q = 0; /* row-major position of (rr, e) */
+                    for (int64_t j = 0; j < rr * E + e; j++) q += m[j];
+                    tok_of[i] = rr, q_of[i++] = q;
+                }
+        } else {
+            int64_t c = 0;
+            for (int pass = 1; pass >= 0; pass--)
+                for (int64_t rr = 0; rr < N && c < C; rr++)
+                    if (m[rr * E + e] == pass) tok_of[i++] = rr, c++;
+        }
+    }
+    for (i = 0; i < rows; i++) {
+        const int64_t src = pad ? tok_of[i] : q_of[i] / K, e = pad ? i / C : 0;
+        memcpy(wt + (size_t)(i * H) * es, p->t[0].data + (size_t)(src * H) * es, (size_t)H * es);
+        if (pad) put_idx(ACL_INT32, wi, i, tok_of[i]);
+        else put_idx(ACL_INT32, wi, q_of[i], i);
+        if (wp) {
+            int64_t ee = e;
+            if (!pad) /* the expert of output row i: count rows per expert */
+                for (int64_t x = 0, acc = 0; x < E; x++) {
+                    int64_t cnt = 0;
+                    for (int64_t rr = 0; rr < N; rr++) cnt += m[rr * E + x];
+                    if (i < acc + cnt) { ee = x; break; }
+                    acc += cnt;
+                }
+            memcpy(wp + (size_t)i * es, p->t[2].data + (size_t)(tok_of[i] * E + ee) * es, es);
+        }
+    }
+    p->a[0].i = pad ? E * C : N * K;
+    p->a[1].i = pad;
+    return true;
+}
+
 typedef bool (*mk_fn)(fz_in *in, rng *r, fo_prob *p);
 /* One row per operator: its aclnn name and how to make a valid small problem
  * with its oracle (NULL: hostile descriptors and data only, as for an
@@ -968,6 +1029,7 @@ static const struct {
     {"aclnnMoeInitRoutingV3", mk_irv3},
     {"aclnnMoeInitRoutingQuantV2", mk_irq2},
     {"aclnnMoeInitRoutingQuant", mk_irq1},
+    {"aclnnMoeTokenPermuteWithRoutingMap", mk_pwrm},
 };
 static mk_fn row_of(const char *name) {
     for (size_t i = 0; i < sizeof ROWS / sizeof ROWS[0]; i++)

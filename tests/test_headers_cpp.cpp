@@ -24,6 +24,10 @@
 #include "aclnnop/aclnn_moe_init_routing_v3.h"
 #include "aclnnop/aclnn_moe_init_routing_quant.h"
 #include "aclnnop/aclnn_moe_init_routing_quant_v2.h"
+#include "aclnnop/aclnn_moe_token_permute_with_routing_map.h"
+#include "aclnnop/aclnn_moe_token_permute_with_routing_map_grad.h"
+#include "aclnnop/aclnn_moe_token_unpermute_with_routing_map.h"
+#include "aclnnop/aclnn_moe_token_unpermute_with_routing_map_grad.h"
 #include "moefr/moefr.h"
 #include "acl/acl.h"
 

@@ -91,4 +91,8 @@ int cmd_re_routing(int argc, char **argv, int first);
 /* tools/cmd_init_routing_quant.c: */
 int cmd_init_routing_quant(int argc, char **argv, int first);
 
+/* tools/cmd_routing_map.c (issue 22): */
+int cmd_permute_map(int argc, char **argv, int first);
+int cmd_unpermute_map(int argc, char **argv, int first);
+
 #endif /* MOEFR_TOOLS_CLI_H_ */

@@ -40,6 +40,10 @@ static const char USAGE[] =
     "           writes DIR/permute_tokens.npy and DIR/sorted_indices.npy\n"
     "  unpermute aclnnMoeTokenUnpermute: --permuted-tokens F --sorted-indices F [--probs F] [--dtype bf16]\n"
     "           --out DIR; writes DIR/out.npy\n"
+    "  permute-map aclnnMoeTokenPermuteWithRoutingMap: --tokens F --routing-map F [--probs F]\n"
+    "           [--num-out-tokens N] [--drop-and-pad] [--dtype bf16] --out DIR (permute-map --help)\n"
+    "  unpermute-map aclnnMoeTokenUnpermuteWithRoutingMap: --permuted-tokens F --sorted-indices F\n"
+    "           --tokens-num N [--probs F --routing-map F] [--drop-and-pad] --out DIR\n"
     "  gating   aclnnMoeGatingTopKSoftmax (with --renorm or --softmax-out V2) on .npy files\n"
     "           --x F --k N [--finished F] [--renorm 0|1] [--softmax-out] [--dtype bf16] --out DIR\n"
     "           writes DIR/y.npy, DIR/expert_idx.npy and DIR/row_idx.npy (V1) or\n"
@@ -480,6 +484,8 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "bench")) return cmd_bench(argc, argv, i + 1);
     if (!strcmp(cmd, "permute")) return cmd_permute(argc, argv, i + 1);     /* tools/cmd_permute.c */
     if (!strcmp(cmd, "unpermute")) return cmd_unpermute(argc, argv, i + 1); /* tools/cmd_permute.c */
+    if (!strcmp(cmd, "permute-map")) return cmd_permute_map(argc, argv, i + 1);     /* tools/cmd_routing_map.c */
+    if (!strcmp(cmd, "unpermute-map")) return cmd_unpermute_map(argc, argv, i + 1); /* tools/cmd_routing_map.c */
     if (!strcmp(cmd, "gating")) return cmd_gating(argc, argv, i + 1);             /* tools/cmd_gating.c */
     if (!strcmp(cmd, "swiglu")) return cmd_swiglu(argc, argv, i + 1);             /* tools/cmd_mlp.c */
     if (!strcmp(cmd, "gmm")) return cmd_gmm(argc, argv, i + 1);                   /* tools/cmd_mlp.c */

@@ -33,6 +33,10 @@ _SIGNATURES = {
     "aclnnSwiGluGrad": [_vp, _vp, _i64, _vp],
     "aclnnMoeReRouting": [_vp, _vp, _vp, _i64, _i64, _vp, _vp, _vp, _vp],
     "aclnnMoeInitRoutingV3": [_vp] * 4 + [_i64] * 5 + [_bool, _i64, _vp, _i64] + [_vp] * 4,
+    "aclnnMoeTokenPermuteWithRoutingMap": [_vp, _vp, _vp, _i64, _bool, _vp, _vp, _vp],
+    "aclnnMoeTokenPermuteWithRoutingMapGrad": [_vp, _vp, _vp, _vp, _i64, _i64, _bool, _vp, _vp],
+    "aclnnMoeTokenUnpermuteWithRoutingMap": [_vp, _vp, _vp, _vp, _bool, _vp, _vp, _vp, _vp, _vp],
+    "aclnnMoeTokenUnpermuteWithRoutingMapGrad": [_vp] * 6 + [_bool, _vp, _vp, _vp],
 }
 
 POISON_OUTPUTS = False  # tests: fill fresh floating outputs with NaN before the library writes
@@ -335,3 +339,50 @@ def init_routing_quant_v2(x, expert_idx, scale, offset, active_num, expert_capac
         int(expert_num), int(drop_pad_mode), int(count_flag), bool(before_capacity_flag), int(quant_mode), ex, idx,
         cnt, before, dqs)
     return ex, idx, cnt, before, dqs
+def token_permute_with_routing_map(tokens, routing_map, probs, num_out_tokens, drop_and_pad):
+    """aclnnMoeTokenPermuteWithRoutingMap -> (permuted_tokens, permuted_probs | None, sorted_indices);
+    rows = num_out_tokens rounded down to a multiple of routing_map.shape[drop_and_pad]."""
+    align = max(1, int(routing_map.shape[1 if drop_and_pad else 0]))
+    rows = int(num_out_tokens) // align * align
+    out = empty((rows, tokens.shape[1]), tokens.dtype)
+    pout = empty((rows,), probs.dtype) if probs is not None else None
+    si = empty((rows,), torch.int32)
+    run("aclnnMoeTokenPermuteWithRoutingMap", tokens, routing_map, probs, int(num_out_tokens), bool(drop_and_pad),
+        out, pout, si)
+    return out, pout, si
+
+
+def token_permute_with_routing_map_grad(grad, probs_grad, sorted_indices, routing_map, experts_num, tokens_num,
+                                        drop_and_pad):
+    """aclnnMoeTokenPermuteWithRoutingMapGrad -> (tokens_grad (tokens_num, H), probs_grad | None)."""
+    out = empty((int(tokens_num), grad.shape[1]), grad.dtype)
+    pout = empty((int(tokens_num), int(experts_num)), probs_grad.dtype) if probs_grad is not None else None
+    run("aclnnMoeTokenPermuteWithRoutingMapGrad", grad, probs_grad, sorted_indices, routing_map, int(experts_num),
+        int(tokens_num), bool(drop_and_pad), out, pout)
+    return out, pout
+
+
+def token_unpermute_with_routing_map(permuted, sorted_indices, restore_shape, probs, routing_map, drop_and_pad):
+    """aclnnMoeTokenUnpermuteWithRoutingMap -> (unpermuted (restore_shape), out_index, permuted_token_id,
+    permute_probs | None). The index outputs are written in drop_and_pad mode only (zeros otherwise)."""
+    shape = (int(restore_shape[0]), int(restore_shape[1]))
+    # no rows to add (the operator then writes nothing, as CANN's): zeros
+    out = torch.zeros(shape, dtype=permuted.dtype) if permuted.numel() == 0 or sorted_indices.numel() == 0 \
+        else empty(shape, permuted.dtype)
+    oidx = torch.zeros(tuple(sorted_indices.shape), dtype=sorted_indices.dtype)
+    tid = torch.zeros(tuple(sorted_indices.shape), dtype=sorted_indices.dtype)
+    pp = empty(tuple(sorted_indices.shape), probs.dtype) if probs is not None else None
+    run("aclnnMoeTokenUnpermuteWithRoutingMap", permuted, sorted_indices, routing_map, probs, bool(drop_and_pad),
+        [int(v) for v in restore_shape], out, oidx, tid, pp)
+    return out, oidx, tid, pp
+
+
+def token_unpermute_with_routing_map_grad(grad, out_index, permuted_token_id, routing_map, permuted_tokens, probs,
+                                          drop_and_pad, restore_shape):
+    """aclnnMoeTokenUnpermuteWithRoutingMapGrad -> (permuted_tokens_grad (out_index rows, H), probs_grad | None).
+    Rows no index names are zeros (torch_npu leaves them unset)."""
+    gx = torch.zeros((out_index.shape[0], grad.shape[1]), dtype=grad.dtype)
+    gp = empty(tuple(probs.shape), grad.dtype) if probs is not None else None
+    run("aclnnMoeTokenUnpermuteWithRoutingMapGrad", grad, out_index, permuted_token_id, routing_map, permuted_tokens,
+        probs, bool(drop_and_pad), [int(v) for v in restore_shape] if restore_shape is not None else None, gx, gp)
+    return gx, gp

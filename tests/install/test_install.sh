@@ -35,6 +35,10 @@ for f in include/acl/acl.h include/aclnn/acl_meta.h include/aclnn/aclnn_base.h \
          include/aclnnop/aclnn_grouped_matmul_v5.h include/aclnnop/aclnn_moe_re_routing.h \
          include/aclnnop/aclnn_moe_init_routing_v3.h \
          include/aclnnop/aclnn_moe_init_routing_quant.h include/aclnnop/aclnn_moe_init_routing_quant_v2.h \
+         include/aclnnop/aclnn_moe_token_permute_with_routing_map.h \
+         include/aclnnop/aclnn_moe_token_permute_with_routing_map_grad.h \
+         include/aclnnop/aclnn_moe_token_unpermute_with_routing_map.h \
+         include/aclnnop/aclnn_moe_token_unpermute_with_routing_map_grad.h \
          lib64/libmoefr.so.$version lib64/libmoefr.so lib64/libmoefr.a lib64/pkgconfig/moefr.pc \
          lib64/cmake/moefr/moefrConfig.cmake lib64/cmake/moefr/moefrConfigVersion.cmake \
          lib64/cmake/moefr/moefrTargets.cmake include/acl/acl_base.h include/acl/acl_rt.h \
@@ -70,7 +74,11 @@ for sym in aclInit aclrtMalloc aclCreateTensor aclnnMoeFinalizeRoutingV2GradGetW
            aclnnMoeReRoutingGetWorkspaceSize aclnnMoeReRouting \
            aclnnMoeInitRoutingV3GetWorkspaceSize aclnnMoeInitRoutingV3\
            aclnnMoeInitRoutingQuantGetWorkspaceSize aclnnMoeInitRoutingQuant \
-           aclnnMoeInitRoutingQuantV2GetWorkspaceSize aclnnMoeInitRoutingQuantV2; do
+           aclnnMoeInitRoutingQuantV2GetWorkspaceSize aclnnMoeInitRoutingQuantV2 \
+           aclnnMoeTokenPermuteWithRoutingMapGetWorkspaceSize aclnnMoeTokenPermuteWithRoutingMap \
+           aclnnMoeTokenPermuteWithRoutingMapGradGetWorkspaceSize aclnnMoeTokenPermuteWithRoutingMapGrad \
+           aclnnMoeTokenUnpermuteWithRoutingMapGetWorkspaceSize aclnnMoeTokenUnpermuteWithRoutingMap \
+           aclnnMoeTokenUnpermuteWithRoutingMapGradGetWorkspaceSize aclnnMoeTokenUnpermuteWithRoutingMapGrad; do
   # grep reads to the end: with -q it may exit before nm has written all, and
   # pipefail would report nm's SIGPIPE as a missing symbol
   nm -D --defined-only "$real" | grep " T $sym\$" >/dev/null || fail "$sym not exported"

@@ -154,6 +154,10 @@ typedef enum {
     MF_OP_GROUPED_MATMUL_V3 = 18,
     MF_OP_GROUPED_MATMUL_V4 = 19,
     MF_OP_GROUPED_MATMUL_V5 = 20,
+    MF_OP_TOKEN_PERMUTE_WITH_EP = 21,
+    MF_OP_TOKEN_PERMUTE_WITH_EP_GRAD = 22,
+    MF_OP_TOKEN_UNPERMUTE_WITH_EP = 23,
+    MF_OP_TOKEN_UNPERMUTE_WITH_EP_GRAD = 24,
     MF_OP_KIND_END /* one past the last kind: keep it last (tests/test_registry.c walks 1..END-1) */
 } mf_op_kind;
 /* The most tensors (inputs + outputs) an operator's signature has. */

@@ -64,7 +64,11 @@ for sym in aclInit aclrtMalloc aclCreateTensor aclnnMoeFinalizeRoutingV2GradGetW
            aclnnMoeGatingTopKSoftmaxV2GetWorkspaceSize aclnnMoeGatingTopKSoftmaxV2 \
            aclnnSwiGluGetWorkspaceSize aclnnSwiGlu aclnnSwiGluGradGetWorkspaceSize aclnnSwiGluGrad \
            aclnnGroupedMatmulGetWorkspaceSize aclnnGroupedMatmulV2 aclnnGroupedMatmulV3GetWorkspaceSize \
-           aclnnGroupedMatmulV4GetWorkspaceSize aclnnGroupedMatmulV4 aclnnGroupedMatmulV5GetWorkspaceSize moefrBlas; do
+           aclnnGroupedMatmulV4GetWorkspaceSize aclnnGroupedMatmulV4 aclnnGroupedMatmulV5GetWorkspaceSize moefrBlas \
+           aclnnMoeTokenPermuteWithEpGetWorkspaceSize aclnnMoeTokenPermuteWithEp \
+           aclnnMoeTokenPermuteWithEpGradGetWorkspaceSize aclnnMoeTokenPermuteWithEpGrad \
+           aclnnMoeTokenUnpermuteWithEpGetWorkspaceSize aclnnMoeTokenUnpermuteWithEp \
+           aclnnMoeTokenUnpermuteWithEpGradGetWorkspaceSize aclnnMoeTokenUnpermuteWithEpGrad; do
   # grep reads to the end: with -q it may exit before nm has written all, and
   # pipefail would report nm's SIGPIPE as a missing symbol
   nm -D --defined-only "$real" | grep " T $sym\$" >/dev/null || fail "$sym not exported"

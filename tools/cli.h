@@ -84,5 +84,8 @@ int cmd_gating(int argc, char **argv, int first);
 /* tools/cmd_mlp.c: */
 int cmd_swiglu(int argc, char **argv, int first);
 int cmd_gmm(int argc, char **argv, int first);
+/* tools/cmd_ep.c: */
+int cmd_permute_ep(int argc, char **argv, int first);
+int cmd_unpermute_ep(int argc, char **argv, int first);
 
 #endif /* MOEFR_TOOLS_CLI_H_ */

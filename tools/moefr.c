@@ -48,6 +48,10 @@ static const char USAGE[] =
     "           --x F --weight F [--bias F] --group-list F [--group-list-type 0|1]\n"
     "           [--group-type 0|2|-1] [--dtype bf16] --out DIR\n"
     "           writes DIR/out.npy, zero-filled past the group list's total   (gmm --help)\n"
+    "  permute-ep aclnnMoeTokenPermuteWithEp: --tokens F --indices F [--probs F] [--range-start S\n"
+    "           --range-end E] [--num-out-tokens N] [--dtype bf16] --out DIR   (permute-ep --help)\n"
+    "  unpermute-ep aclnnMoeTokenUnpermuteWithEp: --permuted-tokens F --sorted-indices F [--probs F]\n"
+    "           [--num-topk K] [--range-start S --range-end E] [--dtype bf16] --out DIR\n"
     "  bench    throughput in GB/s and its ratio to copy bandwidth (bench --help)\n"
     "  demo     a small built-in example: prints its inputs and results\n"
     "\n"
@@ -477,6 +481,8 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "swiglu")) return cmd_swiglu(argc, argv, i + 1);             /* tools/cmd_mlp.c */
     if (!strcmp(cmd, "gmm")) return cmd_gmm(argc, argv, i + 1);                   /* tools/cmd_mlp.c */
     if (!strcmp(cmd, "demo")) return cmd_demo(argc, argv, i + 1);
-    msg("unknown command '%s' (commands: grad, forward, init-routing, permute, unpermute, gating, swiglu, gmm, bench, demo; see moefr --help)", cmd);
+    if (!strcmp(cmd, "permute-ep")) return cmd_permute_ep(argc, argv, i + 1);     /* tools/cmd_ep.c */
+    if (!strcmp(cmd, "unpermute-ep")) return cmd_unpermute_ep(argc, argv, i + 1); /* tools/cmd_ep.c */
+    msg("unknown command '%s' (commands: grad, forward, init-routing, permute, unpermute, gating, swiglu, gmm, bench, demo, permute-ep, unpermute-ep; see moefr --help)", cmd);
     return EXIT_USAGE;
 }

@@ -6,7 +6,12 @@
  *     read T gathered rows of H and write them, write T*4 row indices:
  *     2*T*H*es + 8*T;
  *   TokenUnpermute (with probs): read T rows and T*4 indices and T probs,
- *     write N rows: (T + N)*H*es + T*(4 + es).
+ *     write N rows: (T + N)*H*es + T*(4 + es);
+ *   TokenPermuteWithEp (probs, the window [T/4, T/4 + A), A = T/2: one of two
+ *     EP ranks): read T*4 ids, write T*4 sorted indices, read and write A rows
+ *     and A probs: 2*A*(H + 1)*es + 8*T;
+ *   TokenUnpermuteWithEp (the same window): read the A kept rows, T*4 indices
+ *     and T probs, write N rows: (A + N)*H*es + T*(4 + es).
  * The yardstick copies half those bytes (so it reads and writes as many). Each
  * operator run (both phases, the sort included) is paired with a copy run
  * right after it; ratio = the median of the pairs' copy/op time ratios, GB/s
@@ -20,6 +25,8 @@
 #include "aclnnop/aclnn_moe_init_routing_v2.h"
 #include "aclnnop/aclnn_moe_token_permute.h"
 #include "aclnnop/aclnn_moe_token_unpermute.h"
+#include "aclnnop/aclnn_moe_token_permute_with_ep.h"
+#include "aclnnop/aclnn_moe_token_unpermute_with_ep.h"
 #include "bench/bench.h"
 #include "moefr/moefr.h"
 
@@ -30,6 +37,11 @@ typedef struct rt_prob {
     char *x, *ex, *out, *probs;
     int32_t *eidx, *row, *perm;
     aclTensor *tx, *te, *tex, *trow, *tperm, *tprobs, *tout;
+    /* the EP rows: the window [lo, lo + A) of the T sorted rows */
+    int64_t lo, A;
+    char *pp;
+    aclTensor *tex_a, *tpp;
+    aclIntArray *range;
 } rt_prob;
 
 static uint64_t g_state = 0x9E3779B97F4A7C15ull;
@@ -65,19 +77,27 @@ static int rt_make(rt_prob *p, int64_t N, int64_t K, int64_t H, int64_t E, aclDa
     p->tx = mk(2, N, H, dt, p->x), p->te = mk(2, N, K, ACL_INT32, p->eidx), p->tex = mk(2, T, H, dt, p->ex);
     p->trow = mk(1, T, 0, ACL_INT32, p->row), p->tperm = mk(1, T, 0, ACL_INT32, p->perm);
     p->tprobs = mk(2, N, K, dt, p->probs), p->tout = mk(2, N, H, dt, p->out);
+    p->A = T / 2, p->lo = T / 4;
+    const int64_t rv[2] = {p->lo, p->lo + p->A};
+    p->pp = bench_alloc((size_t)(p->A + 1) * p->es);
+    if (!p->pp) return -1;
+    p->tex_a = mk(2, p->A, H, dt, p->ex), p->tpp = mk(1, p->A, 0, dt, p->pp);
+    p->range = aclCreateIntArray(rv, 2);
     return 0;
 }
 
 static void rt_free(rt_prob *p) {
-    aclTensor *t[] = {p->tx, p->te, p->tex, p->trow, p->tperm, p->tprobs, p->tout};
+    aclTensor *t[] = {p->tx, p->te, p->tex, p->trow, p->tperm, p->tprobs, p->tout, p->tex_a, p->tpp};
     for (size_t i = 0; i < sizeof t / sizeof *t; i++)
         if (t[i]) aclDestroyTensor(t[i]);
-    void *b[] = {p->x, p->ex, p->out, p->probs, p->eidx, p->row, p->perm};
+    void *b[] = {p->x, p->ex, p->out, p->probs, p->eidx, p->row, p->perm, p->pp};
+    if (p->range) aclDestroyIntArray(p->range);
     for (size_t i = 0; i < sizeof b / sizeof *b; i++) bench_free(b[i]);
 }
 
-enum { OP_INIT, OP_PERMUTE, OP_UNPERMUTE };
-static const char *const OP_NAME[] = {"aclnnMoeInitRoutingV2", "aclnnMoeTokenPermute", "aclnnMoeTokenUnpermute"};
+enum { OP_INIT, OP_PERMUTE, OP_UNPERMUTE, OP_PERMUTE_EP, OP_UNPERMUTE_EP, OP_N };
+static const char *const OP_NAME[] = {"aclnnMoeInitRoutingV2", "aclnnMoeTokenPermute", "aclnnMoeTokenUnpermute",
+                                      "aclnnMoeTokenPermuteWithEp", "aclnnMoeTokenUnpermuteWithEp"};
 
 static void *g_ws;
 static uint64_t g_ws_size;
@@ -93,8 +113,14 @@ static double rt_run(rt_prob *p, int op) {
                                                    &e);
     else if (op == OP_PERMUTE)
         rc = aclnnMoeTokenPermuteGetWorkspaceSize(p->tx, p->te, 0, false, p->tex, p->trow, &w, &e);
-    else
+    else if (op == OP_UNPERMUTE)
         rc = aclnnMoeTokenUnpermuteGetWorkspaceSize(p->tex, p->tperm, p->tprobs, false, NULL, p->tout, &w, &e);
+    else if (op == OP_PERMUTE_EP)
+        rc = aclnnMoeTokenPermuteWithEpGetWorkspaceSize(p->tx, p->te, p->tprobs, p->range, 0, false, p->tex_a, p->trow,
+                                                        p->tpp, &w, &e);
+    else
+        rc = aclnnMoeTokenUnpermuteWithEpGetWorkspaceSize(p->tex_a, p->tperm, p->tprobs, p->K, p->range, false, NULL,
+                                                          p->tout, &w, &e);
     if (rc != 0) {
         fprintf(stderr, "bench --routing: %s phase 1 = %d (%s)\n", OP_NAME[op], rc, aclGetRecentErrMsg());
         return -1;
@@ -107,7 +133,9 @@ static double rt_run(rt_prob *p, int op) {
     }
     if (op == OP_INIT) rc = aclnnMoeInitRoutingV2(g_ws, w, e, NULL);
     else if (op == OP_PERMUTE) rc = aclnnMoeTokenPermute(g_ws, w, e, NULL);
-    else rc = aclnnMoeTokenUnpermute(g_ws, w, e, NULL);
+    else if (op == OP_UNPERMUTE) rc = aclnnMoeTokenUnpermute(g_ws, w, e, NULL);
+    else if (op == OP_PERMUTE_EP) rc = aclnnMoeTokenPermuteWithEp(g_ws, w, e, NULL);
+    else rc = aclnnMoeTokenUnpermuteWithEp(g_ws, w, e, NULL);
     if (rc != 0) {
         fprintf(stderr, "bench --routing: %s phase 2 = %d (%s)\n", OP_NAME[op], rc, aclGetRecentErrMsg());
         return -1;
@@ -123,8 +151,11 @@ static int cmp_d(const void *a, const void *b) {
 static int rt_row(rt_prob *p, int op, int reps, int markdown) {
     const int64_t T = p->N * p->K;
     const double es = (double)p->es;
-    const double bytes = op == OP_UNPERMUTE ? (double)(T + p->N) * p->H * es + (double)T * (4 + es)
-                                            : 2.0 * (double)T * p->H * es + 8.0 * (double)T;
+    const double A = (double)p->A;
+    const double bytes = op == OP_UNPERMUTE      ? (double)(T + p->N) * p->H * es + (double)T * (4 + es)
+                         : op == OP_PERMUTE_EP   ? 2.0 * A * (p->H + 1) * es + 8.0 * (double)T
+                         : op == OP_UNPERMUTE_EP ? (A + p->N) * p->H * es + (double)T * (4 + es)
+                                                 : 2.0 * (double)T * p->H * es + 8.0 * (double)T;
     const size_t half = (size_t)(bytes / 2);
     char *src = bench_alloc(half + 64), *dst = bench_alloc(half + 64);
     if (!src || !dst) return -1;
@@ -173,7 +204,7 @@ int bench_routing(int64_t N, int64_t K, int64_t H, int64_t E, int reps, int mark
             rt_free(&p);
             return 1;
         }
-        for (int op = 0; op < 3; op++) fails += rt_row(&p, op, reps, markdown) != 0;
+        for (int op = 0; op < OP_N; op++) fails += rt_row(&p, op, reps, markdown) != 0;
         rt_free(&p);
     }
     bench_free(g_ws);

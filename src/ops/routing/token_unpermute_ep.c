@@ -212,23 +212,23 @@ aclnnStatus aclnnMoeTokenUnpermuteWithEpGrad(void *workspace, uint64_t workspace
     return mf_executor_execute(executor, MF_OP_TOKEN_UNPERMUTE_WITH_EP_GRAD, OPG, workspace, workspaceSize, stream);
 }
 
-/* ---- registry entries (opdef.h) ---- */
+/* ---- registry entries (opdef.h) ----
+ * restoreShapeOptional is read only in paddedMode, which CANN does not
+ * support: the entries pass NULL (one int-array attribute each). */
 static const mf_attr_desc ATTRS[] = {{"numTopk", MF_ATTR_INT64, 1, 8},
                                      {"rangeOptional", MF_ATTR_INT_ARRAY, 0, 2},
-                                     {"paddedMode", MF_ATTR_BOOL, 0, 1},
-                                     {"restoreShapeOptional", MF_ATTR_INT_ARRAY, 0, 2}};
+                                     {"paddedMode", MF_ATTR_BOOL, 0, 1}};
 static aclnnStatus gws_thunk(const aclTensor *const *t, const mf_attr_val *a, uint64_t *ws, aclOpExecutor **e) {
-    return aclnnMoeTokenUnpermuteWithEpGetWorkspaceSize(t[0], t[1], t[2], a[0].i, a[1].arr, a[2].i != 0, a[3].arr,
-                                                        t[3], ws, e);
+    return aclnnMoeTokenUnpermuteWithEpGetWorkspaceSize(t[0], t[1], t[2], a[0].i, a[1].arr, a[2].i != 0, NULL, t[3],
+                                                        ws, e);
 }
-const mf_op_entry mf_entry_token_unpermute_with_ep = {&DEF, ATTRS, 4, gws_thunk, aclnnMoeTokenUnpermuteWithEp};
+const mf_op_entry mf_entry_token_unpermute_with_ep = {&DEF, ATTRS, 3, gws_thunk, aclnnMoeTokenUnpermuteWithEp};
 static const mf_attr_desc GATTRS[] = {{"paddedMode", MF_ATTR_BOOL, 0, 1},
-                                      {"restoreShapeOptional", MF_ATTR_INT_ARRAY, 0, 2},
                                       {"rangeOptional", MF_ATTR_INT_ARRAY, 0, 2},
                                       {"topkNum", MF_ATTR_INT64, 1, 8}};
 static aclnnStatus gws_thunk_grad(const aclTensor *const *t, const mf_attr_val *a, uint64_t *ws, aclOpExecutor **e) {
-    return aclnnMoeTokenUnpermuteWithEpGradGetWorkspaceSize(t[0], t[1], t[2], t[3], a[0].i != 0, a[1].arr, a[2].arr,
-                                                            a[3].i, t[4], t[5], ws, e);
+    return aclnnMoeTokenUnpermuteWithEpGradGetWorkspaceSize(t[0], t[1], t[2], t[3], a[0].i != 0, NULL, a[1].arr,
+                                                            a[2].i, t[4], t[5], ws, e);
 }
-const mf_op_entry mf_entry_token_unpermute_with_ep_grad = {&GDEF, GATTRS, 4, gws_thunk_grad,
+const mf_op_entry mf_entry_token_unpermute_with_ep_grad = {&GDEF, GATTRS, 3, gws_thunk_grad,
                                                            aclnnMoeTokenUnpermuteWithEpGrad};

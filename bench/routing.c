@@ -17,7 +17,12 @@
  *   TokenPermuteWithRoutingMap (dropless, no probs): read the N*E map, read
  *     and write T rows, write T*4 indices: 2*T*H*es + N*E + 4*T;
  *   TokenUnpermuteWithRoutingMap (dropless, probs): as TokenUnpermute plus
- *     the map and the N*E probs it selects from: (T + N)*H*es + 4*T + N*E*(1 + es).
+ *     the map and the N*E probs it selects from: (T + N)*H*es + 4*T + N*E*(1 + es);
+ *   TokenPermuteWithEp (probs, the window [T/4, T/4 + A), A = T/2: one of two
+ *     EP ranks): read T*4 ids, write T*4 sorted indices, read and write A rows
+ *     and A probs: 2*A*(H + 1)*es + 8*T;
+ *   TokenUnpermuteWithEp (the same window): read the A kept rows, T*4 indices
+ *     and T probs, write N rows: (A + N)*H*es + T*(4 + es).
  * The yardstick copies half those bytes (so it reads and writes as many). Each
  * operator run (both phases, the sort included) is paired with a copy run
  * right after it; ratio = the median of the pairs' copy/op time ratios, GB/s
@@ -36,6 +41,8 @@
 #include "aclnnop/aclnn_moe_re_routing.h"
 #include "aclnnop/aclnn_moe_token_permute_with_routing_map.h"
 #include "aclnnop/aclnn_moe_token_unpermute_with_routing_map.h"
+#include "aclnnop/aclnn_moe_token_permute_with_ep.h"
+#include "aclnnop/aclnn_moe_token_unpermute_with_ep.h"
 #include "bench/bench.h"
 #include "moefr/moefr.h"
 
@@ -59,6 +66,11 @@ typedef struct rt_prob {
     aclTensor *tex8, *tdqs; /* its int8 rows (over ex) and scales */
     char *map, *probs_ne; /* routing map (N, E) with K ones a row, probs (N, E) */
     aclTensor *tmap, *tprobs_ne;
+    /* the EP rows: the window [lo, lo + A) of the T sorted rows */
+    int64_t lo, A;
+    char *pp;
+    aclTensor *tex_a, *tpp;
+    aclIntArray *range;
 } rt_prob;
 
 static uint64_t g_state = 0x9E3779B97F4A7C15ull;
@@ -128,26 +140,34 @@ static int rt_make(rt_prob *p, int64_t N, int64_t K, int64_t H, int64_t E, aclDa
         }
     for (int64_t i = 0; i < N * E * (int64_t)p->es; i++) p->probs_ne[i] = (char)(rnd32() & 0x3f);
     p->tmap = mk(2, N, E, ACL_BOOL, p->map), p->tprobs_ne = mk(2, N, E, dt, p->probs_ne);
+    p->A = T / 2, p->lo = T / 4;
+    const int64_t rv[2] = {p->lo, p->lo + p->A};
+    p->pp = bench_alloc((size_t)(p->A + 1) * p->es);
+    if (!p->pp) return -1;
+    p->tex_a = mk(2, p->A, H, dt, p->ex), p->tpp = mk(1, p->A, 0, dt, p->pp);
+    p->range = aclCreateIntArray(rv, 2);
     return 0;
 }
 
 static void rt_free(rt_prob *p) {
     aclTensor *t[] = {p->tx,      p->te,      p->tex,     p->trow,     p->tperm,   p->tprobs,  p->tout,
                       p->trr_tok, p->trr_out, p->trr_scl, p->trr_pscl, p->trr_idx, p->trr_cnt, p->trr_enu,
-                      p->tcnt,    p->tesc,    p->tex8,    p->tdqs,     p->tmap,    p->tprobs_ne};
+                      p->tcnt,    p->tesc,    p->tex8,    p->tdqs,     p->tmap,    p->tprobs_ne, p->tex_a, p->tpp};
     for (size_t i = 0; i < sizeof t / sizeof *t; i++)
         if (t[i]) aclDestroyTensor(t[i]);
     void *b[] = {p->x,      p->ex,     p->out,    p->probs,   p->eidx,   p->row, p->perm, p->rr_tok,
-                 p->rr_out, p->rr_scl, p->rr_pscl, p->rr_idx, p->cnt,    p->esc, p->dqs,  p->map, p->probs_ne};
+                 p->rr_out, p->rr_scl, p->rr_pscl, p->rr_idx, p->cnt,    p->esc, p->dqs,  p->map, p->probs_ne, p->pp};
+    if (p->range) aclDestroyIntArray(p->range);
     for (size_t i = 0; i < sizeof b / sizeof *b; i++) bench_free(b[i]);
 }
 
 /* OP_REROUTE runs for bf16 only (its problem is made for bf16) */
-enum { OP_INIT, OP_PERMUTE, OP_UNPERMUTE, OP_INIT_V3, OP_QUANT, OP_PERMUTE_RM, OP_UNPERMUTE_RM, OP_COUNT,
-       OP_REROUTE = OP_COUNT };
+enum { OP_INIT, OP_PERMUTE, OP_UNPERMUTE, OP_INIT_V3, OP_QUANT, OP_PERMUTE_RM, OP_UNPERMUTE_RM, OP_PERMUTE_EP,
+       OP_UNPERMUTE_EP, OP_COUNT, OP_REROUTE = OP_COUNT };
 static const char *const OP_NAME[] = {"aclnnMoeInitRoutingV2",      "aclnnMoeTokenPermute", "aclnnMoeTokenUnpermute",
                                       "aclnnMoeInitRoutingV3",      "aclnnMoeInitRoutingQuantV2",
-                                      "PermuteWithRoutingMap",      "UnpermuteWithRoutingMap", "aclnnMoeReRouting"};
+                                      "PermuteWithRoutingMap",      "UnpermuteWithRoutingMap",
+                                      "aclnnMoeTokenPermuteWithEp", "aclnnMoeTokenUnpermuteWithEp", "aclnnMoeReRouting"};
 
 static void *g_ws;
 static uint64_t g_ws_size;
@@ -180,6 +200,12 @@ static double rt_run(rt_prob *p, int op) {
     else if (op == OP_UNPERMUTE_RM)
         rc = aclnnMoeTokenUnpermuteWithRoutingMapGetWorkspaceSize(p->tex, p->tperm, p->tmap, p->tprobs_ne, false, NULL,
                                                                   p->tout, NULL, NULL, NULL, &w, &e);
+    else if (op == OP_PERMUTE_EP)
+        rc = aclnnMoeTokenPermuteWithEpGetWorkspaceSize(p->tx, p->te, p->tprobs, p->range, 0, false, p->tex_a, p->trow,
+                                                        p->tpp, &w, &e);
+    else if (op == OP_UNPERMUTE_EP)
+        rc = aclnnMoeTokenUnpermuteWithEpGetWorkspaceSize(p->tex_a, p->tperm, p->tprobs, p->K, p->range, false, NULL,
+                                                          p->tout, &w, &e);
     else
         rc = aclnnMoeReRoutingGetWorkspaceSize(p->trr_tok, p->trr_cnt, p->trr_scl, 1, 0, p->trr_out, p->trr_pscl,
                                                p->trr_idx, p->trr_enu, &w, &e);
@@ -200,6 +226,8 @@ static double rt_run(rt_prob *p, int op) {
     else if (op == OP_QUANT) rc = aclnnMoeInitRoutingQuantV2(g_ws, w, e, NULL);
     else if (op == OP_PERMUTE_RM) rc = aclnnMoeTokenPermuteWithRoutingMap(g_ws, w, e, NULL);
     else if (op == OP_UNPERMUTE_RM) rc = aclnnMoeTokenUnpermuteWithRoutingMap(g_ws, w, e, NULL);
+    else if (op == OP_PERMUTE_EP) rc = aclnnMoeTokenPermuteWithEp(g_ws, w, e, NULL);
+    else if (op == OP_UNPERMUTE_EP) rc = aclnnMoeTokenUnpermuteWithEp(g_ws, w, e, NULL);
     else rc = aclnnMoeReRouting(g_ws, w, e, NULL);
     if (rc != 0) {
         fprintf(stderr, "bench --routing: %s phase 2 = %d (%s)\n", OP_NAME[op], rc, aclGetRecentErrMsg());
@@ -216,12 +244,14 @@ static int cmp_d(const void *a, const void *b) {
 static int rt_row(rt_prob *p, int op, int reps, int markdown) {
     const int64_t T = p->N * p->K;
     const double es = (double)p->es;
-    const double NE = (double)(p->N * p->E);
+    const double NE = (double)(p->N * p->E), A = (double)p->A;
     const double bytes = op == OP_UNPERMUTE      ? (double)(T + p->N) * p->H * es + (double)T * (4 + es)
                          : op == OP_QUANT        ? (double)T * p->H * (es + 1) + 12.0 * (double)T
                          : op == OP_REROUTE      ? 2.0 * (double)T * p->H * es + 12.0 * (double)T
                          : op == OP_PERMUTE_RM   ? 2.0 * (double)T * p->H * es + NE + 4.0 * (double)T
                          : op == OP_UNPERMUTE_RM ? (double)(T + p->N) * p->H * es + 4.0 * (double)T + NE * (1 + es)
+                         : op == OP_PERMUTE_EP   ? 2.0 * A * (p->H + 1) * es + 8.0 * (double)T
+                         : op == OP_UNPERMUTE_EP ? (A + p->N) * p->H * es + (double)T * (4 + es)
                                                  : 2.0 * (double)T * p->H * es + 8.0 * (double)T;
     const size_t half = (size_t)(bytes / 2);
     char *src = bench_alloc(half + 64), *dst = bench_alloc(half + 64);

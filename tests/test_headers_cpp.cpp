@@ -28,6 +28,10 @@
 #include "aclnnop/aclnn_moe_token_permute_with_routing_map_grad.h"
 #include "aclnnop/aclnn_moe_token_unpermute_with_routing_map.h"
 #include "aclnnop/aclnn_moe_token_unpermute_with_routing_map_grad.h"
+#include "aclnnop/aclnn_moe_token_permute_with_ep.h"
+#include "aclnnop/aclnn_moe_token_permute_with_ep_grad.h"
+#include "aclnnop/aclnn_moe_token_unpermute_with_ep.h"
+#include "aclnnop/aclnn_moe_token_unpermute_with_ep_grad.h"
 #include "moefr/moefr.h"
 #include "acl/acl.h"
 
@@ -117,6 +121,21 @@ SAME_TYPE(aclnnMoeInitRoutingQuantV2GetWorkspaceSize,
 SAME_TYPE(aclnnMoeInitRoutingQuantV2, aclnnStatus (*)(void *, uint64_t, aclOpExecutor *, aclrtStream));
 // issue 12: every host-API function with CANN 8.1.RC1's exact type (decltype does not odr-use)
 #define SAME_TYPE_X(fn, type) SAME_TYPE(fn, type);
+SAME_TYPE(aclnnMoeTokenPermuteWithEpGetWorkspaceSize,
+          aclnnStatus (*)(const aclTensor *, const aclTensor *, const aclTensor *, const aclIntArray *, int64_t, bool,
+                          const aclTensor *, const aclTensor *, const aclTensor *, uint64_t *, aclOpExecutor **));
+SAME_TYPE(aclnnMoeTokenPermuteWithEpGradGetWorkspaceSize,
+          aclnnStatus (*)(const aclTensor *, const aclTensor *, const aclTensor *, int64_t, const aclIntArray *, bool,
+                          const aclTensor *, const aclTensor *, uint64_t *, aclOpExecutor **));
+SAME_TYPE(aclnnMoeTokenUnpermuteWithEpGetWorkspaceSize,
+          aclnnStatus (*)(const aclTensor *, const aclTensor *, const aclTensor *, int64_t, const aclIntArray *, bool,
+                          const aclIntArray *, const aclTensor *, uint64_t *, aclOpExecutor **));
+SAME_TYPE(aclnnMoeTokenUnpermuteWithEpGradGetWorkspaceSize,
+          aclnnStatus (*)(const aclTensor *, const aclTensor *, const aclTensor *, const aclTensor *, bool,
+                          const aclIntArray *, const aclIntArray *, int64_t, const aclTensor *, const aclTensor *,
+                          uint64_t *, aclOpExecutor **));
+SAME_TYPE(aclnnMoeTokenPermuteWithEp, aclnnStatus (*)(void *, uint64_t, aclOpExecutor *, aclrtStream));
+SAME_TYPE(aclnnMoeTokenUnpermuteWithEpGrad, aclnnStatus (*)(void *, uint64_t, aclOpExecutor *, aclrtStream));
 MOEFR_HOST_API_SIGNATURES(SAME_TYPE_X)
 static_assert(ACL_ERROR_NONE == 0 && ACL_SUCCESS == 0 && ACL_ERROR_STORAGE_OVER_LIMIT == 300000 &&
                   ACL_ERROR_PROFILING_FAILURE == 500005 && ACL_ERROR_INVALID_BUNDLE_MODEL_ID == 148053,

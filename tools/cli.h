@@ -94,5 +94,8 @@ int cmd_init_routing_quant(int argc, char **argv, int first);
 /* tools/cmd_routing_map.c (issue 22): */
 int cmd_permute_map(int argc, char **argv, int first);
 int cmd_unpermute_map(int argc, char **argv, int first);
+/* tools/cmd_ep.c: */
+int cmd_permute_ep(int argc, char **argv, int first);
+int cmd_unpermute_ep(int argc, char **argv, int first);
 
 #endif /* MOEFR_TOOLS_CLI_H_ */

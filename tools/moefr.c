@@ -59,6 +59,10 @@ static const char USAGE[] =
     "           [--idx-type 0|1] [--dtype bf16] --out DIR   (re-routing --help)\n"
     "  init-routing-quant  aclnnMoeInitRoutingQuantV2 (or with --v1 aclnnMoeInitRoutingQuant) on .npy\n"
     "           files: int8 expanded_x, static or dynamic quantisation   (init-routing-quant --help)\n"
+    "  permute-ep aclnnMoeTokenPermuteWithEp: --tokens F --indices F [--probs F] [--range-start S\n"
+    "           --range-end E] [--num-out-tokens N] [--dtype bf16] --out DIR   (permute-ep --help)\n"
+    "  unpermute-ep aclnnMoeTokenUnpermuteWithEp: --permuted-tokens F --sorted-indices F [--probs F]\n"
+    "           [--num-topk K] [--range-start S --range-end E] [--dtype bf16] --out DIR\n"
     "  bench    throughput in GB/s and its ratio to copy bandwidth (bench --help)\n"
     "  demo     a small built-in example: prints its inputs and results\n"
     "\n"
@@ -493,6 +497,8 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "re-routing")) return cmd_re_routing(argc, argv, i + 1); /* tools/cmd_re_routing.c */
     if (!strcmp(cmd, "init-routing-v3")) return cmd_init_routing_v3(argc, argv, i + 1); /* tools/cmd_init_routing_v3.c */
     if (!strcmp(cmd, "init-routing-quant")) return cmd_init_routing_quant(argc, argv, i + 1); /* tools/cmd_init_routing_quant.c */
+    if (!strcmp(cmd, "permute-ep")) return cmd_permute_ep(argc, argv, i + 1);     /* tools/cmd_ep.c */
+    if (!strcmp(cmd, "unpermute-ep")) return cmd_unpermute_ep(argc, argv, i + 1); /* tools/cmd_ep.c */
     msg("unknown command '%s' (moefr --help lists the commands)", cmd);
     return EXIT_USAGE;
 }

@@ -37,6 +37,10 @@ _SIGNATURES = {
     "aclnnMoeTokenPermuteWithRoutingMapGrad": [_vp, _vp, _vp, _vp, _i64, _i64, _bool, _vp, _vp],
     "aclnnMoeTokenUnpermuteWithRoutingMap": [_vp, _vp, _vp, _vp, _bool, _vp, _vp, _vp, _vp, _vp],
     "aclnnMoeTokenUnpermuteWithRoutingMapGrad": [_vp] * 6 + [_bool, _vp, _vp, _vp],
+    "aclnnMoeTokenPermuteWithEp": [_vp, _vp, _vp, _vp, _i64, _bool, _vp, _vp, _vp],
+    "aclnnMoeTokenPermuteWithEpGrad": [_vp, _vp, _vp, _i64, _vp, _bool, _vp, _vp],
+    "aclnnMoeTokenUnpermuteWithEp": [_vp, _vp, _vp, _i64, _vp, _bool, _vp, _vp],
+    "aclnnMoeTokenUnpermuteWithEpGrad": [_vp, _vp, _vp, _vp, _bool, _vp, _vp, _i64, _vp, _vp],
 }
 
 POISON_OUTPUTS = False  # tests: fill fresh floating outputs with NaN before the library writes
@@ -385,4 +389,85 @@ def token_unpermute_with_routing_map_grad(grad, out_index, permuted_token_id, ro
     gp = empty(tuple(probs.shape), grad.dtype) if probs is not None else None
     run("aclnnMoeTokenUnpermuteWithRoutingMapGrad", grad, out_index, permuted_token_id, routing_map, permuted_tokens,
         probs, bool(drop_and_pad), [int(v) for v in restore_shape] if restore_shape is not None else None, gx, gp)
+    return gx, gp
+
+
+# ---- the expert-parallel permute family (issue 22; torch_npu exposes none of them) ----
+
+
+def _ep_rows(rng, total, num_out_tokens):
+    """Rows of the permuted output: end - start (+ total when <= 0) with a range, else
+    numOutTokens as aclnnMoeTokenPermute counts it; clamped to [0, total]."""
+    a = (int(rng[1]) - int(rng[0])) if rng else int(num_out_tokens)
+    a = a + total if a <= 0 else a
+    return max(0, min(a, total))
+
+
+def token_permute_with_ep(tokens, indices, probs=None, range_=None, num_out_tokens=0, padded_mode=False):
+    """aclnnMoeTokenPermuteWithEp -> (permuted_tokens, sorted_indices, permuted_probs).
+
+    The stable sort of the flat ids (ties by flat position); with range_ = [start, end) the
+    rows of sorted positions [start, end) (start > end wraps: end - start + T rows, the rows past
+    T are +0.0; start == end: all T rows); without it (None or []) aclnnMoeTokenPermute's
+    num_out_tokens and probs ignored (permuted_probs None)."""
+    K = 1 if indices.dim() == 1 else indices.shape[1]
+    T = indices.shape[0] * K
+    rng = list(range_) if range_ is not None and len(range_) else None
+    A = _ep_rows(rng, T, num_out_tokens)
+    out = empty((A,) + tuple(tokens.shape[1:]), tokens.dtype)
+    si = empty((T,), torch.int32)
+    pp = empty((A,), tokens.dtype) if probs is not None and rng else None
+    run("aclnnMoeTokenPermuteWithEp", tokens, indices, probs, rng if rng else None, int(num_out_tokens),
+        bool(padded_mode), out, si, pp)
+    return out, si, pp
+
+
+def token_permute_with_ep_grad(grad_permuted, sorted_indices, grad_permuted_probs=None, num_topk=1, range_=None,
+                               padded_mode=False, dtype=None):
+    """aclnnMoeTokenPermuteWithEpGrad -> (tokens_grad (T // num_topk, H), probs_grad (.., num_topk) or None):
+    the fp32 k-order sum of grad_permuted[d - start] over sorted positions d in [start, end), and the
+    copy of grad_permuted_probs[d - start] (0 outside). Without a range: aclnnMoeTokenPermuteGrad."""
+    rng = list(range_) if range_ is not None and len(range_) else None
+    K = int(num_topk) if int(num_topk) > 0 else 1
+    R = sorted_indices.numel() // K
+    tg = empty((R, grad_permuted.shape[1]), dtype or grad_permuted.dtype)
+    pg = empty((R, K), grad_permuted.dtype) if grad_permuted_probs is not None and rng else None
+    run("aclnnMoeTokenPermuteWithEpGrad", grad_permuted, sorted_indices, grad_permuted_probs if rng else None,
+        int(num_topk), rng, bool(padded_mode), tg, pg)
+    return tg, pg
+
+
+def token_unpermute_with_ep(permuted, sorted_indices, probs=None, num_topk=1, range_=None, padded_mode=False,
+                            restore_shape=None):
+    """aclnnMoeTokenUnpermuteWithEp -> out (R, H): sum over k of probs[r, k] * permuted[d - start] for
+    d = sorted_indices[r*K + k] in [start, end) and a nonzero prob (fp32, k order). Without a range
+    aclnnMoeTokenUnpermute (num_topk ignored)."""
+    rng = list(range_) if range_ is not None and len(range_) else None
+    K = probs.shape[1] if probs is not None else (int(num_topk) if rng else 1)
+    out = empty((sorted_indices.numel() // max(K, 1), permuted.shape[-1]), permuted.dtype)
+    run("aclnnMoeTokenUnpermuteWithEp", permuted, sorted_indices, probs, int(num_topk), rng, bool(padded_mode),
+        list(restore_shape) if restore_shape is not None else None, out)
+    return out
+
+
+def token_unpermute_with_ep_grad(grad_unpermuted, sorted_indices, permuted=None, probs=None, padded_mode=False,
+                                 restore_shape=None, range_=None, topk_num=1, permuted_rows=None):
+    """aclnnMoeTokenUnpermuteWithEpGrad -> (permuted_grad, probs_grad or None). The range is
+    normalised as CANN's tiling does (negative + T, clamped); kept d in [start, end) (and, for
+    start 0, below permuted's rows): permuted_grad[d - start] = grad[r] * probs[r, k], rows nobody
+    names +0.0; probs_grad[r, k] = <permuted[d - start], grad[r]>, 0 when not kept.
+    permuted_rows: permuted_grad's rows (default permuted's, or end - start without permuted)."""
+    rng = list(range_) if range_ is not None and len(range_) else None
+    T = sorted_indices.numel()
+    if permuted_rows is None:
+        if permuted is not None:
+            permuted_rows = permuted.shape[0]
+        else:
+            s, e = (rng if rng else (0, T))
+            s, e = (s + T if s < 0 else s), (e + T if e < 0 else e)
+            permuted_rows = max(0, min(e, T)) - max(0, min(s, T))
+    gx = empty((permuted_rows, grad_unpermuted.shape[1]), grad_unpermuted.dtype)
+    gp = empty(tuple(probs.shape), probs.dtype) if probs is not None else None
+    run("aclnnMoeTokenUnpermuteWithEpGrad", grad_unpermuted, sorted_indices, permuted, probs, bool(padded_mode),
+        list(restore_shape) if restore_shape is not None else None, rng, int(topk_num), gx, gp)
     return gx, gp

@@ -78,7 +78,11 @@ for sym in aclInit aclrtMalloc aclCreateTensor aclnnMoeFinalizeRoutingV2GradGetW
            aclnnMoeTokenPermuteWithRoutingMapGetWorkspaceSize aclnnMoeTokenPermuteWithRoutingMap \
            aclnnMoeTokenPermuteWithRoutingMapGradGetWorkspaceSize aclnnMoeTokenPermuteWithRoutingMapGrad \
            aclnnMoeTokenUnpermuteWithRoutingMapGetWorkspaceSize aclnnMoeTokenUnpermuteWithRoutingMap \
-           aclnnMoeTokenUnpermuteWithRoutingMapGradGetWorkspaceSize aclnnMoeTokenUnpermuteWithRoutingMapGrad; do
+           aclnnMoeTokenUnpermuteWithRoutingMapGradGetWorkspaceSize aclnnMoeTokenUnpermuteWithRoutingMapGrad \
+           aclnnMoeTokenPermuteWithEpGetWorkspaceSize aclnnMoeTokenPermuteWithEp \
+           aclnnMoeTokenPermuteWithEpGradGetWorkspaceSize aclnnMoeTokenPermuteWithEpGrad \
+           aclnnMoeTokenUnpermuteWithEpGetWorkspaceSize aclnnMoeTokenUnpermuteWithEp \
+           aclnnMoeTokenUnpermuteWithEpGradGetWorkspaceSize aclnnMoeTokenUnpermuteWithEpGrad; do
   # grep reads to the end: with -q it may exit before nm has written all, and
   # pipefail would report nm's SIGPIPE as a missing symbol
   nm -D --defined-only "$real" | grep " T $sym\$" >/dev/null || fail "$sym not exported"

@@ -24,6 +24,8 @@ typedef struct fwd_plan {
     bool strict;              /* MOEFR_STRICT=1 at phase 1 */
     bool drop_high;           /* modes 0/2, Ascend 950 rules: values >= D0 are dropped slots */
     bool skip_zero;           /* a slot whose scale is +-0.0 is absent (TokenUnpermute on A2/A3) */
+    bool ranged;              /* EP (TokenUnpermuteWithEp): a value d in [lo, hi) names row d - lo, others drop */
+    int64_t lo, hi;
     int64_t R, K, H, N;       /* N = R*K entries of expandedRowIdx that are read */
     int64_t D0;               /* rows of expandedX: dim0, or E*C in drop-pad modes */
     int64_t E;                /* bias rows */
@@ -39,6 +41,13 @@ typedef struct fwd_plan {
  * modes 2/3, k*R + r (column layout) in modes 0/1. */
 static inline int64_t mf_fwd_slot_pos(const fwd_plan *p, int64_t r, int64_t k) {
     return p->row_laid ? r * p->K + k : k * p->R + r;
+}
+
+/* The expandedX row value d names, or -1 for a dropped slot (ranged plans;
+ * otherwise d itself). */
+static inline int64_t mf_fwd_row_of(const fwd_plan *p, int32_t d) {
+    if (!p->ranged) return d;
+    return d >= p->lo && d < p->hi ? d - p->lo : -1;
 }
 
 /* FinalizeRoutingV2's tiling checks (CANN's order, 561002) over a front

@@ -38,7 +38,7 @@ static void fill_slots(const fwd_ctx *c, int64_t r, int64_t k0, int64_t k1, mf_f
     t->nk = (int)(k1 - k0);
     for (int64_t k = k0; k < k1; k++) {
         const int q = (int)(k - k0);
-        const int32_t d = mf_small_i32(&c->idx, mf_fwd_slot_pos(p, r, k), 0);
+        const int64_t d = mf_fwd_row_of(p, mf_small_i32(&c->idx, mf_fwd_slot_pos(p, r, k), 0));
         /* validated: d in [0, D0), or a dropped slot (-1 in drop-pad modes,
          * >= D0 in modes 0/2 under Ascend 950's rules), whose whole term,
          * bias included, is absent, as CANN's kernels skip it */
@@ -56,7 +56,7 @@ static void fill_next(const fwd_ctx *c, int64_t r, int64_t r1, mf_fwd_row *t) {
     t->nnext = 0;
     if (!c->prefetch || r >= r1) return;
     for (int64_t k = 0; k < p->K && k < MF_FWD_KMAX; k++) {
-        const int32_t d = mf_small_i32(&c->idx, mf_fwd_slot_pos(p, r, k), 0);
+        const int64_t d = mf_fwd_row_of(p, mf_small_i32(&c->idx, mf_fwd_slot_pos(p, r, k), 0));
         if (d >= 0 && d < p->D0) t->next[t->nnext++] = mf_row(&c->x, d);
     }
     if (p->has_x1) t->next[t->nnext++] = mf_row(&c->x1, r);
@@ -112,7 +112,16 @@ static aclnnStatus check_values(const fwd_ctx *c, void *ws) {
     const int64_t lo = p->drop_pad ? -1 : 0;
     /* Ascend 950's kernel skips values >= expandedX's rows in modes 0/2; A2/A3's reads them */
     const int64_t hi = p->drop_high ? INT32_MAX + (int64_t)1 : p->D0;
-    for (int64_t i = 0; i < p->N; i++) {
+    for (int64_t i = 0; p->ranged && i < p->N; i++) {
+        /* EP: values outside [lo, hi) drop a slot; inside, CANN reads row d - lo unchecked */
+        const int32_t d = mf_small_i32(&c->idx, i, 0);
+        if (d >= p->lo && d < p->hi && d - p->lo >= p->D0)
+            return mf_fail(ACLNN_ERR_PARAM_INVALID,
+                           "%s: %s[%lld] = %d is in the range [%lld, %lld) but names row %lld of %s's %lld", OP, IDX,
+                           (long long)i, (int)d, (long long)p->lo, (long long)p->hi, (long long)(d - p->lo),
+                           p->def->names[p->at[F_X]], (long long)p->D0);
+    }
+    for (int64_t i = 0; !p->ranged && i < p->N; i++) {
         const int32_t d = mf_small_i32(&c->idx, i, 0);
         if (d < lo && p->drop_high)
             return mf_fail(ACLNN_ERR_PARAM_INVALID,
@@ -124,7 +133,7 @@ static aclnnStatus check_values(const fwd_ctx *c, void *ws) {
                            (long long)i, (int)d, (long long)lo, (long long)p->D0, (long long)p->D0,
                            p->drop_pad ? "; -1 drops a slot" : "");
     }
-    if (p->strict) {
+    if (p->strict && !p->ranged) { /* EP: the documented rule is on the unsliced values */
         int64_t shi = p->drop_pad ? p->D0 : p->N;
         if (shi > ((int64_t)1 << 31)) shi = (int64_t)1 << 31; /* int32 reach */
         aclnnStatus rc = mf_check_index(OP, IDX, &c->idx, p->N, 0, lo, shi, (uint64_t *)ws);

@@ -23,6 +23,8 @@ typedef struct grad_plan {
     bool has_scales, has_bias;  /* bias counts only with scales (CANN ignores it otherwise) */
     bool strict;                /* MOEFR_STRICT=1 at phase 1: the documented index checks */
     bool neg_error;             /* a negative index is 161002, not a dropped slot (TokenUnpermuteGrad, A2/A3) */
+    bool ranged;                /* EP (TokenUnpermuteWithEpGrad): d in [lo, hi) names row d - lo, others drop */
+    int64_t lo, hi;
     int64_t R, K, H, N;         /* N = R*K entries of expandedRowIdx */
     int64_t D0;                 /* rows of gradExpandedXOut; kept d is in [0, D0) */
     int64_t rows;               /* min(D0, 2^31): the rows an int32 index can name */

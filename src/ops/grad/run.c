@@ -38,7 +38,11 @@ typedef struct grad_ctx {
 /* Kept: a row of gradExpandedX. Every other value is a dropped slot (CANN's
  * kernel skips it), in both modes. */
 static inline bool kept_row(const grad_plan *p, int32_t d) { return d >= 0 && d < p->D0; }
-static inline int32_t entry(const grad_ctx *c, int64_t i) { return mf_small_i32(&c->idx, i, 0); }
+static inline int32_t entry(const grad_ctx *c, int64_t i) {
+    const int32_t d = mf_small_i32(&c->idx, i, 0);
+    if (!c->p->ranged) return d;
+    return d >= c->p->lo && d < c->p->hi ? (int32_t)(d - c->p->lo) : -1; /* lo >= 0: fits */
+}
 /* Entry i writes row d: it is kept and no later entry names d. */
 static inline bool owns(const grad_ctx *c, int64_t i, int32_t d) { return kept_row(c->p, d) && c->own[d] == i; }
 
@@ -330,7 +334,15 @@ aclnnStatus mf_grad_run(const void *vplan, const aclTensor *const *slots, void *
         c.eidx = mf_small_of(t[G_EIDX]);
     }
     c.gx = mf_tensor_base(t[G_GX]);
-    if (p->strict && p->N > 0) {
+    for (int64_t i = 0; p->ranged && i < p->N; i++) { /* CANN reads and writes row d - lo unchecked */
+        const int32_t d = entry(&c, i);
+        if (d >= p->D0)
+            return mf_fail(ACLNN_ERR_PARAM_INVALID,
+                           "%s: %s[%lld] = %lld is in the range [%lld, %lld) but names row %d of %lld", p->op,
+                           p->idx_name, (long long)i, (long long)(d + p->lo), (long long)p->lo, (long long)p->hi,
+                           (int)d, (long long)p->D0);
+    }
+    if (p->strict && !p->ranged && p->N > 0) {
         rc = check_strict(&c, ws + p->ws_bitmap);
         if (rc != ACLNN_SUCCESS) return rc;
     }

@@ -98,7 +98,7 @@ void mf_route_sorted(const mf_route_plan *p, int64_t max_key, const int64_t *cou
     mf_sort_by_key(key, T, key_hi, perm, ws + p->ws_sort, NULL);
     if (!p->drop_pad) {
         for (int64_t i = 0; i < T; i++) row[perm[i]] = (int32_t)i;
-        if (ex) mf_gather_rows(x, p->H, p->es, perm, p->K, p->A, ex);
+        if (ex) mf_gather_rows(x, p->H, p->es, perm + p->lo, p->K, p->A, ex);
         if (p->count_flag != 0) {
             int64_t run = 0;
             for (int64_t e = 0; e < E; e++) {
@@ -155,6 +155,7 @@ typedef struct irg_ctx {
 } irg_ctx;
 
 static inline bool kept(const mf_route_grad_plan *p, int32_t d) {
+    if (p->ranged) return d >= p->lo && d < p->keep_below;
     if (p->mode == 1) return d != -1;
     return d < p->keep_below;
 }
@@ -183,7 +184,7 @@ static void irg_tokens(void *vctx, int64_t r0, int64_t r1) {
             for (int64_t k = 0; k < K; k++) {
                 const int32_t d = c->idx[r * K + k];
                 if (!kept(p, d)) continue;
-                const char *row = mf_row(&c->g, d);
+                const char *row = mf_row(&c->g, d - p->lo); /* lo is 0 unless ranged */
                 if (first) {
                     for (int64_t j = 0; j < n; j++) acc[j] = load(row, h0 + j, c->g.s_col, p->dtype);
                     first = false;
@@ -218,7 +219,12 @@ aclnnStatus mf_route_grad_run(const char *op, const char *idx_name, const mf_rou
         else v = flat_i32(it, ib, i);
         idx[i] = v;
         if (!kept(p, v)) continue;
-        if (v < 0 || v >= p->D0) {
+        if (p->ranged && v - p->lo >= p->D0)
+            return mf_fail(ACLNN_ERR_PARAM_INVALID,
+                           "%s: %s[%lld] = %d is in the range [%lld, %lld) but names row %lld of %lld", op, idx_name,
+                           (long long)i, (int)v, (long long)p->lo, (long long)p->keep_below,
+                           (long long)(v - p->lo), (long long)p->D0);
+        if (!p->ranged && (v < 0 || v >= p->D0)) {
             return mf_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s[%lld] = %d is out of range [%s, %lld)", op, idx_name,
                            (long long)i, (int)v, p->mode == 1 ? "-1" : "0", (long long)p->D0);
         }

@@ -33,6 +33,7 @@ typedef struct mf_route_plan {
     bool before_flag; /* drop-pad only */
     int64_t N, K, T, H, A, E, C;
     int64_t key_hi;   /* ids must be below this (MF_SORT_KEY_MAX: not counted) */
+    int64_t lo;       /* dropless: the A gathered rows are sorted positions [lo, lo + A) (EP ranges) */
     size_t es;
     uint64_t ws_key, ws_perm, ws_counts, ws_map, ws_sort, ws_x, ws_bytes;
 } mf_route_plan;
@@ -91,6 +92,8 @@ typedef struct mf_route_grad_plan {
     int mode;             /* 1: -1 is a dropped slot; 0: values >= keep_below are */
     int64_t N, K, H, D0;  /* D0: rows of g */
     int64_t keep_below;   /* mode 0: values at or past it are skipped (INT64_MAX: none) */
+    bool ranged;          /* EP: only values in [lo, keep_below) are kept, naming row value - lo */
+    int64_t lo;
     int dtype;
     size_t es;
     /* MOEFR_STRICT=1 (read at phase 1): the docs' rule, values in [strict_lo,
@@ -123,5 +126,24 @@ static inline uint64_t mf_route_grad_workspace(const mf_route_grad_plan *p) {
  * order. */
 aclnnStatus mf_route_grad_run(const char *op, const char *idx_name, const mf_route_grad_plan *p, const aclTensor *g,
                               const aclTensor *idx, char *out, void *workspace);
+
+/* ---- what TokenPermute (token_permute.c) shares with its EP variant ---- */
+/* A2/A3 bounds (moe_token_permute*_tiling.cpp): topK and the sort length. */
+#define MF_TP_MAX_TOPK 512
+#define MF_TP_SORT_LIMIT 16777215
+/* tokens as N rows of H = prod(dims[1:]): one row stride and one element
+ * stride when the trailing dims collapse, else *flat = false. */
+mf_rows mf_tp_flat_rows(const aclTensor *t, bool *flat);
+/* Copies tokens in row-major view order to dst (rows of H, contiguous). */
+void mf_tp_pack_tokens(const aclTensor *t, char *dst);
+/* A2/A3 sort keys of indices (N, K) or (N): ids in [0, 16777215) as id + 1,
+ * the dtype's minimum as 0, its maximum as 16777216; any other value is
+ * 161002 naming op. *max_key: the largest key. */
+aclnnStatus mf_tp_read_keys_a2(const char *op, const aclTensor *ind, int64_t N, int64_t K, uint32_t *key,
+                               int64_t *max_key);
+/* An EP operator's rangeOptional: NULL or no values -> *given = false; two
+ * values -> *given, *start, *end; any other size 561002 (CANN's tiling); a
+ * dead array 161002. */
+aclnnStatus mf_ep_range(const char *op, const aclIntArray *range, bool *given, int64_t *start, int64_t *end);
 
 #endif /* MOEFR_OPS_ROUTING_ROUTING_H_ */

@@ -35,9 +35,6 @@ static const mf_dtcol COLS_A2[] = {COL(ACL_BF16, I64),    COL(ACL_BF16, I32),  C
 #undef COL
 static const mf_op_def DEF = {OP, MF_OP_TOKEN_PERMUTE, 2, 4, NAMES, FLAGS, COLS_950, 6, COLS_A2, 8};
 
-/* A2/A3 bounds (moe_token_permute_tiling.cpp): topK and the sort length. */
-#define MF_TP_MAX_TOPK 512
-#define MF_TP_SORT_LIMIT 16777215
 
 typedef struct tp_plan {
     mf_route_plan r;
@@ -48,7 +45,7 @@ typedef struct tp_plan {
 /* tokens as N rows of H = prod(dims[1:]) elements: one row stride and one
  * element stride when the trailing dims collapse (size-1 dims aside), else
  * *flat = false. */
-static mf_rows flat_rows(const aclTensor *t, bool *flat) {
+mf_rows mf_tp_flat_rows(const aclTensor *t, bool *flat) {
     const int64_t es = (int64_t)mf_dtype_size(t->dtype);
     mf_rows v = {mf_tensor_base(t), t->ndim >= 1 ? t->dims[0] : 0, INT64_MAX, 0, 0, es};
     *flat = true;
@@ -64,7 +61,7 @@ static mf_rows flat_rows(const aclTensor *t, bool *flat) {
 }
 
 /* Copies tokens in row-major view order to dst (rows of H, contiguous). */
-static void pack_tokens(const aclTensor *t, char *dst) {
+void mf_tp_pack_tokens(const aclTensor *t, char *dst) {
     const size_t es = mf_dtype_size(t->dtype);
     const char *base = mf_tensor_base(t);
     int64_t idx[MF_MAX_DIMS] = {0};
@@ -140,7 +137,7 @@ aclnnStatus aclnnMoeTokenPermuteGetWorkspaceSize(const aclTensor *tokens, const 
     pl.r.es = mf_dtype_size(tokens->dtype);
     uint64_t used = 0;
     bool flat;
-    (void)flat_rows(tokens, &flat);
+    (void)mf_tp_flat_rows(tokens, &flat);
     pl.pack = !flat && pl.r.A > 0 && pl.r.H > 0;
     if (pl.pack) {
         int64_t bytes;
@@ -155,7 +152,8 @@ aclnnStatus aclnnMoeTokenPermuteGetWorkspaceSize(const aclTensor *tokens, const 
 
 /* A2/A3 ids: [0, 16777215) sort as themselves; the dtype's minimum first and
  * its maximum last (the documented single points), as keys 0 and 2^24. */
-static aclnnStatus read_keys_a2(const aclTensor *ind, int64_t N, int64_t K, uint32_t *key, int64_t *max_key) {
+aclnnStatus mf_tp_read_keys_a2(const char *op, const aclTensor *ind, int64_t N, int64_t K, uint32_t *key,
+                               int64_t *max_key) {
     const mf_small v = mf_small_of(ind);
     const bool wide = ind->dtype == ACL_INT64;
     const int64_t lo = wide ? INT64_MIN : INT32_MIN, hi = wide ? INT64_MAX : INT32_MAX;
@@ -171,7 +169,7 @@ static aclnnStatus read_keys_a2(const aclTensor *ind, int64_t N, int64_t K, uint
                 return mf_fail(ACLNN_ERR_PARAM_INVALID,
                                "%s: indices[%lld][%lld] = %lld is outside [0, %d) and not the %s minimum or maximum "
                                "(MOEFR_SOC=ascend910b: CANN's sort is undefined there)",
-                               OP, (long long)r, (long long)k, (long long)e, MF_TP_SORT_LIMIT, wide ? "INT64" : "INT32");
+                               op, (long long)r, (long long)k, (long long)e, MF_TP_SORT_LIMIT, wide ? "INT64" : "INT32");
             key[r * K + k] = kv;
             if (kv > mx) mx = kv;
         }
@@ -187,12 +185,12 @@ static aclnnStatus tp_run(const void *plan, const aclTensor *const *t, void *wor
     uint32_t *key = (uint32_t *)(ws + p->r.ws_key);
     int64_t max_key = 0;
     /* every id is checked before anything is written */
-    if (p->a2) TRY(read_keys_a2(t[MF_IR_EIDX], p->r.N, p->r.K, key, &max_key));
+    if (p->a2) TRY(mf_tp_read_keys_a2(OP, t[MF_IR_EIDX], p->r.N, p->r.K, key, &max_key));
     else TRY(mf_read_expert_keys(OP, "indices", t[MF_IR_EIDX], p->r.N, p->r.K, MF_SORT_KEY_MAX, key, NULL, &max_key));
     bool flat;
-    mf_rows xv = flat_rows(t[MF_IR_X], &flat);
+    mf_rows xv = mf_tp_flat_rows(t[MF_IR_X], &flat);
     if (p->pack) {
-        pack_tokens(t[MF_IR_X], ws + p->r.ws_x);
+        mf_tp_pack_tokens(t[MF_IR_X], ws + p->r.ws_x);
         const mf_rows packed = {ws + p->r.ws_x, p->r.N, INT64_MAX, 0, p->r.H * (int64_t)p->r.es, (int64_t)p->r.es};
         xv = packed;
     }

@@ -154,6 +154,8 @@ typedef enum {
     MF_OP_GROUPED_MATMUL_V3 = 18,
     MF_OP_GROUPED_MATMUL_V4 = 19,
     MF_OP_GROUPED_MATMUL_V5 = 20,
+    MF_OP_GATING_TOP_K = 21,
+    MF_OP_FUSED_TOPK = 22,
     MF_OP_KIND_END /* one past the last kind: keep it last (tests/test_registry.c walks 1..END-1) */
 } mf_op_kind;
 /* The most tensors (inputs + outputs) an operator's signature has. */

@@ -128,7 +128,7 @@ aclnnStatus mf_op_publish(const mf_op_def *def, const aclTensor *const *t, unsig
     X(compute_expert_tokens) X(token_permute) X(token_permute_grad) X(init_routing) X(finalize_routing) \
     X(token_unpermute) X(token_unpermute_grad) X(gating_top_k_softmax) X(gating_top_k_softmax_v2)      \
     X(swiglu) X(swiglu_grad) X(grouped_matmul) X(grouped_matmul_v2) X(grouped_matmul_v3) X(grouped_matmul_v4)   \
-    X(grouped_matmul_v5)
+    X(grouped_matmul_v5) X(gating_top_k) X(fused_topk)
 #define DECL(n) extern const mf_op_entry mf_entry_##n;
 ENTRIES(DECL)
 #undef DECL

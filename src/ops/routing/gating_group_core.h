@@ -23,34 +23,89 @@
 #pragma GCC diagnostic pop
 #include "ops/routing/gating_group.h"
 
-/* v[0..np) = sigmoid(v) in place: t = exp(-|x|); x >= 0 (sign bit clear):
- * 1 / (1 + t), else t / (1 + t). -inf gives +0, +inf 1, NaN NaN. */
-static void gg_sigmoid(float *v, int64_t np) {
+/* v[0..np) = sigmoid(x[0..np)) (x may be v, or an fp32 row at any
+ * alignment): t = exp(-|x|); x >= 0 (sign bit clear): 1 / (1 + t), else
+ * t / (1 + t). -inf gives +0, +inf 1, NaN NaN. */
+static void gg_sigmoid(const char *xb, float *v, int64_t np) {
     const gvf one = gv_splat(1.0f);
     for (int64_t j = 0; j < np; j += GT_W) {
-        const gvf x = gv_load(v + j);
+        const gvf x = gv_loadb(xb + 4 * j);
         const gvi neg = (gvi)x < gi_splat(0);
         const gvf t = gt_expv((gvf)((gvi)x | gi_splat(INT32_MIN)));
         gv_store(v + j, gv_sel(neg, t, one) / (one + t));
     }
 }
 
+/* The value of an order key (gt_skeyv's map inverted; -0 came in as +0 and
+ * any NaN as INT32_MAX, which comes back as the NaN 0x7FFFFFFF). */
+static inline float gg_unkey(int32_t k) {
+    const uint32_t u = k >= 0 ? (uint32_t)k : (uint32_t)(k ^ INT32_MAX);
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* t1[g], t2[g] = the two largest keys of group g (sk[g*P .. g*P+P)), as a
+ * multiset (equal keys both count), INT32_MIN for a missing second. Lane
+ * maxima and second maxima, then their union: max and min of exact keys,
+ * the same whatever GT_W. sk is readable GT_W past G*P. */
+static void gg_group_top2(const int32_t *sk, int64_t G, int64_t P, int32_t *t1, int32_t *t2) {
+    gvi lane;
+    for (int l = 0; l < GT_W; l++) lane[l] = l;
+    const gvi lo = gi_splat(INT32_MIN), pv = gi_splat((int32_t)P);
+    for (int64_t g = 0; g < G; g++) {
+        const int32_t *kg = sk + g * P;
+        gvi m1 = lo, m2 = lo;
+        for (int64_t j = 0; j < P; j += GT_W) {
+            gvi v;
+            memcpy(&v, kg + j, sizeof v);
+            v = gi_sel(lane + gi_splat((int32_t)j) < pv, v, lo);
+            const gvi mn = gi_sel(v < m1, v, m1);
+            m2 = gi_sel(mn > m2, mn, m2);
+            m1 = gi_sel(v > m1, v, m1);
+        }
+        int32_t a = INT32_MIN, b = INT32_MIN;
+        for (int l = 0; l < GT_W; l++) {
+            const int32_t x1 = m1[l], x2 = m2[l];
+            if (x1 > a) b = a, a = x1;
+            else if (x1 > b) b = x1;
+            if (x2 > b) b = x2; /* x2 <= x1 <= a */
+        }
+        t1[g] = a, t2[g] = b;
+    }
+}
+
+/* gt_consider for a candidate that may be worse than every kept one */
+static inline void gg_offer(uint64_t *best, int64_t *have, int64_t k, uint64_t c) {
+    if (*have == k && c < (k <= GT_INSERT_K ? best[k - 1] : best[0])) return;
+    gt_consider(best, have, k, c);
+}
+
 void GG_ROWS(void *vctx, int64_t r0, int64_t r1) {
     const gg_ctx *c = vctx;
     const gg_plan *p = c->p;
     const int64_t E = p->E, Ep = GT_PAD(E), k = p->k, G = p->G, P = p->P;
-    float s[GT_PAD(GG_MAX_E)], b[GT_PAD(GG_MAX_E)], cand[GT_PAD(GG_MAX_E)], gs[GT_PAD(GG_MAX_E)];
-    int32_t sk[GT_PAD(GG_MAX_E)], cid[GG_MAX_E], sel[GG_MAX_E], gsel[GG_MAX_E];
-    uint64_t best[GG_MAX_E];
+    float s[GT_PAD(GG_MAX_E)], b[GT_PAD(GG_MAX_E)], cand[GT_PAD(GG_MAX_E)];
+    int32_t sk[GT_PAD(GG_MAX_E) + 8], ck[GT_PAD(GG_MAX_E)], cid[GG_MAX_E], sel[GG_MAX_E];
+    int32_t t1[GG_MAX_E], t2[GG_MAX_E], tk[2 * GG_MAX_E + GT_INSERT_K];
+    uint64_t best[GG_MAX_E], bg[GG_MAX_E];
     unsigned char kept[GG_MAX_E];
     float yk[GG_MAX_E];
+    const bool direct = c->dtype == ACL_FLOAT && c->x.s_col == 4 && E % 8 == 0;
+    /* the selection runs on the keys (gt_select) unless k > GT_INSERT_K */
+    const bool on_keys = p->grouped && k <= GT_INSERT_K;
     for (int64_t r = r0; r < r1; r++) {
-        mf_widen_f32(mf_row(&c->x, r), c->x.s_col, c->dtype, E, s, 1);
-        for (int64_t j = E; j < Ep; j++) s[j] = -INFINITY;
-        if (p->sigmoid)
-            gg_sigmoid(s, Ep);
-        else
-            gt_softmax(s, E);
+        const char *xr = mf_row(&c->x, r);
+        if (p->sigmoid && direct) { /* fp32, unit stride, no padding: straight from x */
+            gg_sigmoid(xr, s, Ep);
+        } else {
+            mf_widen_f32(xr, c->x.s_col, c->dtype, E, s, 1);
+            for (int64_t j = E; j < Ep; j++) s[j] = -INFINITY;
+            if (p->sigmoid)
+                gg_sigmoid((const char *)s, s, Ep);
+            else
+                gt_softmax(s, E);
+        }
         const float *bb = s;
         if (p->has_bias) {
             for (int64_t j = 0; j < Ep; j += GT_W) gv_store(b + j, gv_load(s + j) + gv_load(c->bias + j));
@@ -58,63 +113,93 @@ void GG_ROWS(void *vctx, int64_t r0, int64_t r1) {
         }
         const float *vals = bb; /* the candidates: n values, expert ids cid (or their positions) */
         int64_t n = E;
-        bool ids = false;
+        bool ids = false, sel_done = false;
         if (p->grouped) {
+            /* group scores from order keys (-0 counts as +0 in them) */
+            for (int64_t j = 0; j < Ep; j += GT_W) {
+                const gvi kv = gt_skeyv(gv_load(bb + j));
+                memcpy(sk + j, &kv, sizeof kv);
+            }
+            int64_t have = 0;
             if (p->topn <= 2) {
-                for (int64_t j = 0; j < Ep; j += GT_W) {
-                    const gvi kv = gt_skeyv(gv_load(bb + j));
-                    memcpy(sk + j, &kv, sizeof kv);
-                }
+                gg_group_top2(sk, G, P, t1, t2);
                 for (int64_t g = 0; g < G; g++) {
-                    const int32_t *kg = sk + g * P;
-                    int32_t k1 = INT32_MIN, k2 = INT32_MIN; /* no value's key is INT32_MIN */
-                    int64_t i1 = 0, i2 = 0;
-                    for (int64_t j = 0; j < P; j++) {
-                        const int32_t kj = kg[j];
-                        if (kj > k1) {
-                            k2 = k1, i2 = i1;
-                            k1 = kj, i1 = j;
-                        } else if (kj > k2) {
-                            k2 = kj, i2 = j;
-                        }
-                    }
-                    gs[g] = p->topn == 1 ? bb[g * P + i1] : bb[g * P + i1] + bb[g * P + i2];
+                    const float sc = p->topn == 1 ? gg_unkey(t1[g]) : gg_unkey(t1[g]) + gg_unkey(t2[g]);
+                    int32_t kk;
+                    const gvi kv = gt_skeyv(gv_splat(sc));
+                    kk = kv[0];
+                    gg_offer(best, &have, p->kG, (uint64_t)((uint32_t)kk ^ 0x80000000u) << 32 | (uint32_t)~(uint32_t)g);
                 }
             } else {
                 const int64_t Pp = GT_PAD(P);
                 for (int64_t g = 0; g < G; g++) {
                     memcpy(cand, bb + g * P, (size_t)P * 4);
                     for (int64_t j = P; j < Pp; j++) cand[j] = -INFINITY;
-                    gt_topk(cand, P, p->topn, sk, best, sel);
+                    gt_topk(cand, P, p->topn, ck, bg, sel);
                     float sum = cand[sel[0]];
                     for (int64_t i = 1; i < p->topn; i++) sum += cand[sel[i]];
-                    gs[g] = sum;
+                    const gvi kv = gt_skeyv(gv_splat(sum));
+                    const int32_t kk = kv[0];
+                    gg_offer(best, &have, p->kG, (uint64_t)((uint32_t)kk ^ 0x80000000u) << 32 | (uint32_t)~(uint32_t)g);
                 }
             }
-            for (int64_t g = G; g < GT_PAD(G); g++) gs[g] = -INFINITY;
-            gt_topk(gs, G, p->kG, sk, best, gsel);
+            /* the kept groups: the kG best by (score descending, group ascending), as a set */
             memset(kept, 0, (size_t)G);
-            for (int64_t i = 0; i < p->kG; i++) kept[gsel[i]] = 1;
+            for (int64_t i = 0; i < p->kG; i++) kept[(uint32_t)~(uint32_t)best[i]] = 1;
+            int32_t lo = INT32_MIN;
+            int64_t nt = 0; /* tk: keys of some candidates, each at most a distinct candidate's key */
             if (p->fused) {
+                int64_t zeros = 0;
                 for (int64_t g = 0; g < G; g++) {
-                    const float m = kept[g] ? 1.0f : 0.0f;
-                    for (int64_t j = g * P; j < (g + 1) * P; j++) cand[j] = bb[j] * m;
+                    const int64_t j0 = g * P;
+                    if (kept[g]) {
+                        memcpy(ck + j0, sk + j0, (size_t)P * 4);
+                        if (!on_keys) memcpy(cand + j0, bb + j0, (size_t)P * 4);
+                        if (p->topn <= 2) tk[nt++] = t1[g], tk[nt++] = t2[g];
+                        continue;
+                    }
+                    for (int64_t j = j0; j < j0 + P; j++) {
+                        const float z = bb[j] * 0.0f; /* +-0, or NaN from an infinite or NaN b */
+                        ck[j] = z != z ? INT32_MAX : 0, cand[j] = z;
+                    }
+                    zeros += P; /* each unkept key is 0 or above */
                 }
+                for (int64_t i = 0; i < zeros && i < k; i++) tk[nt++] = 0;
                 n = E;
             } else {
                 n = 0;
                 for (int64_t g = 0; g < G; g++) {
                     if (!kept[g]) continue;
-                    memcpy(cand + n, bb + g * P, (size_t)P * 4);
+                    memcpy(ck + n, sk + g * P, (size_t)P * 4);
+                    if (!on_keys) memcpy(cand + n, bb + g * P, (size_t)P * 4);
                     for (int64_t j = 0; j < P; j++) cid[n + j] = (int32_t)(g * P + j);
                     n += P;
+                    if (p->topn <= 2) tk[nt++] = t1[g], tk[nt++] = t2[g];
                 }
                 ids = true;
             }
-            for (int64_t j = n; j < GT_PAD(n); j++) cand[j] = -INFINITY;
+            /* the k-th largest of those bounds the k-th largest candidate key from below */
+            if (on_keys && k <= nt) {
+                int32_t top[GT_INSERT_K];
+                int64_t h = 0;
+                for (int64_t i = 0; i < nt; i++) {
+                    const int32_t v = tk[i];
+                    if (h == k && v <= top[k - 1]) continue;
+                    int64_t q = h < k ? h++ : k - 1;
+                    while (q > 0 && top[q - 1] < v) top[q] = top[q - 1], q--;
+                    top[q] = v;
+                }
+                if (top[k - 1] != INT32_MIN) lo = top[k - 1];
+            }
+            for (int64_t j = n; j < GT_PAD(n); j++) cand[j] = -INFINITY, ck[j] = INT32_MIN;
             vals = cand;
+            if (on_keys) { /* the keys are at hand: select on them (k <= n: phase 1) */
+                gt_select(ck, n, k, lo, best);
+                for (int64_t i = 0; i < k; i++) sel[i] = (int32_t)~(uint32_t)best[i];
+                sel_done = true;
+            }
         }
-        gt_topk(vals, n, k, sk, best, sel);
+        if (!sel_done) gt_topk(vals, n, k, sk, best, sel);
         if (ids)
             for (int64_t i = 0; i < k; i++) sel[i] = cid[sel[i]];
         for (int64_t i = 0; i < k; i++) yk[i] = s[sel[i]];

@@ -26,11 +26,13 @@ from ._npu_gating import npu_moe_gating_top_k_softmax, npu_moe_gating_top_k_soft
 from ._npu_permute import npu_moe_token_permute, npu_moe_token_unpermute
 from ._npu_mlp import npu_swiglu, npu_swiglu_backward
 from ._npu_gmm import npu_grouped_matmul
+from ._npu_gating_topk import npu_moe_gating_top_k, npu_moe_gating_top_k_backward
 
 __all__ = ["npu_moe_gating_top_k_softmax", "npu_moe_gating_top_k_softmax_v2", "npu_moe_init_routing",
            "npu_moe_init_routing_v2",
            "npu_moe_compute_expert_tokens", "npu_moe_token_permute", "npu_moe_token_unpermute",
-           "npu_moe_finalize_routing", "npu_swiglu", "npu_swiglu_backward", "npu_grouped_matmul"]
+           "npu_moe_finalize_routing", "npu_swiglu", "npu_swiglu_backward", "npu_grouped_matmul",
+           "npu_moe_gating_top_k", "npu_moe_gating_top_k_backward"]
 
 
 def _check(cond, msg):

@@ -20,6 +20,8 @@
 #include "aclnnop/aclnn_grouped_matmul_v3.h"
 #include "aclnnop/aclnn_grouped_matmul_v4.h"
 #include "aclnnop/aclnn_grouped_matmul_v5.h"
+#include "aclnnop/aclnn_moe_gating_top_k.h"
+#include "aclnnop/aclnn_moe_fused_topk.h"
 #include "moefr/moefr.h"
 #include "acl/acl.h"
 

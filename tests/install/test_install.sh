@@ -33,6 +33,7 @@ for f in include/acl/acl.h include/aclnn/acl_meta.h include/aclnn/aclnn_base.h \
          include/aclnnop/aclnn_grouped_matmul.h include/aclnnop/aclnn_grouped_matmul_v2.h \
          include/aclnnop/aclnn_grouped_matmul_v3.h include/aclnnop/aclnn_grouped_matmul_v4.h \
          include/aclnnop/aclnn_grouped_matmul_v5.h \
+         include/aclnnop/aclnn_moe_gating_top_k.h include/aclnnop/aclnn_moe_fused_topk.h \
          lib64/libmoefr.so.$version lib64/libmoefr.so lib64/libmoefr.a lib64/pkgconfig/moefr.pc \
          lib64/cmake/moefr/moefrConfig.cmake lib64/cmake/moefr/moefrConfigVersion.cmake \
          lib64/cmake/moefr/moefrTargets.cmake include/acl/acl_base.h include/acl/acl_rt.h \
@@ -64,7 +65,8 @@ for sym in aclInit aclrtMalloc aclCreateTensor aclnnMoeFinalizeRoutingV2GradGetW
            aclnnMoeGatingTopKSoftmaxV2GetWorkspaceSize aclnnMoeGatingTopKSoftmaxV2 \
            aclnnSwiGluGetWorkspaceSize aclnnSwiGlu aclnnSwiGluGradGetWorkspaceSize aclnnSwiGluGrad \
            aclnnGroupedMatmulGetWorkspaceSize aclnnGroupedMatmulV2 aclnnGroupedMatmulV3GetWorkspaceSize \
-           aclnnGroupedMatmulV4GetWorkspaceSize aclnnGroupedMatmulV4 aclnnGroupedMatmulV5GetWorkspaceSize moefrBlas; do
+           aclnnGroupedMatmulV4GetWorkspaceSize aclnnGroupedMatmulV4 aclnnGroupedMatmulV5GetWorkspaceSize moefrBlas \
+           aclnnMoeGatingTopKGetWorkspaceSize aclnnMoeGatingTopK aclnnMoeFusedTopkGetWorkspaceSize aclnnMoeFusedTopk; do
   # grep reads to the end: with -q it may exit before nm has written all, and
   # pipefail would report nm's SIGPIPE as a missing symbol
   nm -D --defined-only "$real" | grep " T $sym\$" >/dev/null || fail "$sym not exported"

@@ -108,18 +108,26 @@ void GG_ROWS(void *vctx, int64_t r0, int64_t r1) {
         }
         const float *bb = s;
         if (p->has_bias) {
-            for (int64_t j = 0; j < Ep; j += GT_W) gv_store(b + j, gv_load(s + j) + gv_load(c->bias + j));
+            for (int64_t j = 0; j < Ep; j += GT_W) {
+                const gvf bv = gv_load(s + j) + gv_load(c->bias + j);
+                gv_store(b + j, bv);
+                if (p->grouped) { /* the order keys, while the values are at hand */
+                    const gvi kv = gt_skeyv(bv);
+                    memcpy(sk + j, &kv, sizeof kv);
+                }
+            }
             bb = b;
+        } else if (p->grouped) {
+            for (int64_t j = 0; j < Ep; j += GT_W) {
+                const gvi kv = gt_skeyv(gv_load(s + j));
+                memcpy(sk + j, &kv, sizeof kv);
+            }
         }
         const float *vals = bb; /* the candidates: n values, expert ids cid (or their positions) */
         int64_t n = E;
         bool ids = false, sel_done = false;
         if (p->grouped) {
-            /* group scores from order keys (-0 counts as +0 in them) */
-            for (int64_t j = 0; j < Ep; j += GT_W) {
-                const gvi kv = gt_skeyv(gv_load(bb + j));
-                memcpy(sk + j, &kv, sizeof kv);
-            }
+            /* group scores from the order keys sk (-0 counts as +0 in them) */
             int64_t have = 0;
             if (p->topn <= 2) {
                 gg_group_top2(sk, G, P, t1, t2);
@@ -172,7 +180,7 @@ void GG_ROWS(void *vctx, int64_t r0, int64_t r1) {
                     if (!kept[g]) continue;
                     memcpy(ck + n, sk + g * P, (size_t)P * 4);
                     if (!on_keys) memcpy(cand + n, bb + g * P, (size_t)P * 4);
-                    for (int64_t j = 0; j < P; j++) cid[n + j] = (int32_t)(g * P + j);
+                    cid[n / P] = (int32_t)g; /* candidate i is expert cid[i / P] * P + i % P */
                     n += P;
                     if (p->topn <= 2) tk[nt++] = t1[g], tk[nt++] = t2[g];
                 }
@@ -201,7 +209,7 @@ void GG_ROWS(void *vctx, int64_t r0, int64_t r1) {
         }
         if (!sel_done) gt_topk(vals, n, k, sk, best, sel);
         if (ids)
-            for (int64_t i = 0; i < k; i++) sel[i] = cid[sel[i]];
+            for (int64_t i = 0; i < k; i++) sel[i] = (int32_t)(cid[sel[i] / P] * P + sel[i] % P);
         for (int64_t i = 0; i < k; i++) yk[i] = s[sel[i]];
         if (p->renorm_y) {
             float sum = yk[0];

@@ -64,6 +64,27 @@ static void gg_group_top2(const int32_t *sk, int64_t G, int64_t P, int32_t *t1, 
             m2 = gi_sel(mn > m2, mn, m2);
             m1 = gi_sel(v > m1, v, m1);
         }
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)
+        /* merge lane pairs (a1 >= a2), (b1 >= b2): max(a1, b1), max(min(a1, b1), a2, b2) */
+#define GG_MERGE(...)                                                   \
+    do {                                                                \
+        const gvi b1 = __builtin_shufflevector(m1, m1, __VA_ARGS__);    \
+        const gvi b2 = __builtin_shufflevector(m2, m2, __VA_ARGS__);    \
+        const gvi lo1 = gi_sel(m1 < b1, m1, b1), hi2 = gi_sel(m2 > b2, m2, b2); \
+        m1 = gi_sel(m1 > b1, m1, b1);                                   \
+        m2 = gi_sel(lo1 > hi2, lo1, hi2);                               \
+    } while (0)
+#if GT_W == 8
+        GG_MERGE(4, 5, 6, 7, 0, 1, 2, 3);
+        GG_MERGE(2, 3, 0, 1, 6, 7, 4, 5);
+        GG_MERGE(1, 0, 3, 2, 5, 4, 7, 6);
+#else
+        GG_MERGE(2, 3, 0, 1);
+        GG_MERGE(1, 0, 3, 2);
+#endif
+#undef GG_MERGE
+        t1[g] = m1[0], t2[g] = m2[0];
+#else
         int32_t a = INT32_MIN, b = INT32_MIN;
         for (int l = 0; l < GT_W; l++) {
             const int32_t x1 = m1[l], x2 = m2[l];
@@ -72,6 +93,7 @@ static void gg_group_top2(const int32_t *sk, int64_t G, int64_t P, int32_t *t1, 
             if (x2 > b) b = x2; /* x2 <= x1 <= a */
         }
         t1[g] = a, t2[g] = b;
+#endif
     }
 }
 

@@ -378,17 +378,17 @@ static void random_problem(prob *p, int fused) {
     static const int64_t Gs[] = {1, 2, 3, 4, 5, 8, 16};
     for (;;) {
         p->G = Gs[tu_below(7)];
-        const int64_t P = tu_chance(30) ? tu_int(1, 40) : tu_int(2, 9) * (tu_chance(50) ? 1 : 4);
+        const int64_t P = tu_chance(30) ? tu_int(1, 40) : tu_int(2, 9) * (tu_chance(50) ? 1 : 4) * (tu_chance(10) ? 4 : 1);
         p->E = p->G * P;
         if (p->E < 1 || p->E > (fused ? 1024 : 2048)) continue;
         p->kG = tu_int(1, p->G);
         if (fused) {
-            p->topn = tu_int(1, P < 5 ? P : 5);
-            p->k = tu_int(1, p->E < 12 ? p->E : 12);
+            p->topn = tu_chance(10) ? tu_int(1, P) : tu_int(1, P < 5 ? P : 5); /* > 32: the heap */
+            p->k = tu_chance(15) ? tu_int(1, p->E < 70 ? p->E : 70) : tu_int(1, p->E < 12 ? p->E : 12);
         } else {
             p->mode = P >= 2 ? tu_below(2) : 0;
             const int64_t lim = p->kG * P;
-            p->k = tu_int(1, lim < 12 ? lim : 12);
+            p->k = tu_chance(15) ? tu_int(1, lim < 70 ? lim : 70) : tu_int(1, lim < 12 ? lim : 12);
             if (p->G == p->E && p->kG < p->k) continue;
             int64_t Gc = p->G, Pc = P;
             if (p->kG == p->G || p->G == p->E) Gc = 1, Pc = p->E;

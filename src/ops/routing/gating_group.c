@@ -286,6 +286,8 @@ aclnnStatus aclnnMoeGatingTopKGetWorkspaceSize(const aclTensor *x, const aclTens
     }
     pl.R = x->dims[0], pl.E = E, pl.k = k, pl.G = G, pl.kG = kG, pl.P = E / G;
     pl.grouped = !(G == 1 || G == E || kG == G);
+    if (pl.grouped && G > GG_MAX_G) /* not reached: the aligned-width check bounds G by 64 */
+        return mf_fail(TILING, "%s: groupCount %lld is above %d", OP1, (long long)G, GG_MAX_G);
     pl.topn = groupSelectMode == 1 ? 2 : 1;
     pl.sigmoid = normType == 1;
     pl.has_bias = biasOptional != NULL;

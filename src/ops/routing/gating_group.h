@@ -8,6 +8,7 @@
 #include "ops/common.h"
 
 #define GG_MAX_E 2048 /* both operators' bound on the experts (2048, 1024) */
+#define GG_MAX_G 256  /* groups when grouped: Fused <= 256; GatingTopK <= 2048 / 32 (the aligned width) */
 
 typedef struct gg_plan {
     bool empty;

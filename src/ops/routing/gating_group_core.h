@@ -1,20 +1,25 @@
 /* gating_group_core.h - the row routine of MoeGatingTopK and MoeFusedTopk,
  * written once over GT_W-lane generic vectors. The includer defines GT_W (4
  * or 8) and GG_ROWS (the function's name). It reuses gating_core.h's helpers
- * (gt_softmax, gt_topk, gt_skeyv, gt_store) and gv.h's gt_expv; as there,
+ * (gt_softmax, gt_skeyv, gt_select, gt_consider, gt_store) and gv.h's
+ * gt_expv; as there,
  * every lane does the same IEEE fp32 operations in the same order and the
  * scalar parts are plain loops, so both widths give the same bits
  * (tests/gating_bits.cmake compares them). No FMA (-ffp-contract=off, the
  * AVX2 file without -mfma).
  *
  * Per row (rules in gating_group.c's head comment):
- *   s = sigmoid or softmax of the widened row; b = s + bias;
+ *   s = sigmoid or softmax of the widened row; b = s + bias, kept only as
+ *   order keys (gt_skeyv: -0 as +0, NaN the largest);
  *   grouped: group scores (the max, or the sum of the topn largest b in
- *   descending order), the kG best groups by (score descending, group
- *   ascending); candidates: GatingTopK the kept groups' experts in expert
- *   order, Fused every expert with b * (kept ? 1 : 0);
- *   the k best candidates by (value descending, expert ascending), -0 as +0,
- *   NaN the largest; y = s there, renormalised and scaled in a fixed order. */
+ *   descending order, from the keys' values), the kG best groups by (score
+ *   descending, group ascending); candidates: GatingTopK the kept groups'
+ *   experts in expert order, Fused every expert with b * (kept ? 1 : 0);
+ *   the k best candidates by (key descending, expert ascending); y = s
+ *   there, renormalised and scaled in a fixed order.
+ * The frame stays under the library's budget (MF_WORKER_STACK_MIN / 16,
+ * scripts/check-frames.sh): three rows of keys / values, one candidate
+ * buffer shared by the selections, small per-group arrays (GG_MAX_G). */
 #include <math.h>
 
 #pragma GCC diagnostic push
@@ -103,19 +108,64 @@ static inline void gg_offer(uint64_t *best, int64_t *have, int64_t k, uint64_t c
     gt_consider(best, have, k, c);
 }
 
+/* The k best of the candidates c = key << 32 | ~position offered so far are
+ * best[0..k) (gt_consider: sorted for k <= GT_INSERT_K, a min-heap above);
+ * this sorts a heap descending. */
+static void gg_heap_sort(uint64_t *best, int64_t k) {
+    for (int64_t m = k - 1; m > 0; m--) {
+        const uint64_t top = best[0], last = best[m];
+        int64_t i = 0;
+        for (;;) {
+            int64_t ch = 2 * i + 1;
+            if (ch >= m) break;
+            if (ch + 1 < m && best[ch + 1] < best[ch]) ch++;
+            if (best[ch] >= last) break;
+            best[i] = best[ch];
+            i = ch;
+        }
+        best[i] = last;
+        best[m] = top;
+    }
+}
+
+static inline uint64_t gg_cand(int32_t key, int64_t pos) {
+    return (uint64_t)((uint32_t)key ^ 0x80000000u) << 32 | (uint32_t)~(uint32_t)pos;
+}
+static inline int32_t gg_key_of(uint64_t c) { return (int32_t)((uint32_t)(c >> 32) ^ 0x80000000u); }
+
+/* best[0..k) = the k largest of keys[0..n) as candidates, in descending
+ * order (key descending, position ascending); keys readable to GT_PAD(n);
+ * lo bounds the k-th largest key from below (INT32_MIN: no bound). */
+static void gg_select(const int32_t *keys, int64_t n, int64_t k, int32_t lo, uint64_t *best) {
+    if (k <= GT_INSERT_K) {
+        gt_select(keys, n, k, lo, best);
+        return;
+    }
+    int64_t have = 0;
+    for (int64_t j = 0; j < n; j++) gg_offer(best, &have, k, gg_cand(keys[j], j));
+    gg_heap_sort(best, k);
+}
+
 void GG_ROWS(void *vctx, int64_t r0, int64_t r1) {
     const gg_ctx *c = vctx;
     const gg_plan *p = c->p;
     const int64_t E = p->E, Ep = GT_PAD(E), k = p->k, G = p->G, P = p->P;
-    float s[GT_PAD(GG_MAX_E)], b[GT_PAD(GG_MAX_E)], cand[GT_PAD(GG_MAX_E)];
-    int32_t sk[GT_PAD(GG_MAX_E) + 8], ck[GT_PAD(GG_MAX_E)], cid[GG_MAX_E], sel[GG_MAX_E];
-    int32_t t1[GG_MAX_E], t2[GG_MAX_E], tk[2 * GG_MAX_E + GT_INSERT_K];
-    uint64_t best[GG_MAX_E], bg[GG_MAX_E];
-    unsigned char kept[GG_MAX_E];
-    float yk[GG_MAX_E];
+    float s[GT_PAD(GG_MAX_E)];
+    int32_t sk[GT_PAD(GG_MAX_E) + 8]; /* GT_W past G * P for gg_group_top2 */
+    union {
+        int32_t i[GT_PAD(GG_MAX_E)];
+        float f[GT_PAD(GG_MAX_E)];
+    } cu; /* the candidates' keys, then y */
+    union {
+        uint64_t best[GG_MAX_E];
+        int32_t sel[GG_MAX_E];
+    } bu; /* every selection's candidates, then the picks (sel[i] over best[i]'s lower half: i ascending) */
+    int32_t t1[GG_MAX_G], t2[GG_MAX_G], tk[2 * GG_MAX_G + GT_INSERT_K], kid[GG_MAX_G];
+    float gsc[GG_MAX_G];
+    unsigned char kept[GG_MAX_G];
     const bool direct = c->dtype == ACL_FLOAT && c->x.s_col == 4 && E % 8 == 0;
-    /* the selection runs on the keys (gt_select) unless k > GT_INSERT_K */
-    const bool on_keys = p->grouped && k <= GT_INSERT_K;
+    /* the keys of b = +-inf, for the Fused mask (inf * 0 = NaN) */
+    const gvi kinf = gt_skeyv(gv_splat(INFINITY)), kninf = gt_skeyv(gv_splat(-INFINITY));
     for (int64_t r = r0; r < r1; r++) {
         const char *xr = mf_row(&c->x, r);
         if (p->sigmoid && direct) { /* fp32, unit stride, no padding: straight from x */
@@ -128,88 +178,72 @@ void GG_ROWS(void *vctx, int64_t r0, int64_t r1) {
             else
                 gt_softmax(s, E);
         }
-        const float *bb = s;
-        if (p->has_bias) {
-            for (int64_t j = 0; j < Ep; j += GT_W) {
-                const gvf bv = gv_load(s + j) + gv_load(c->bias + j);
-                gv_store(b + j, bv);
-                if (p->grouped) { /* the order keys, while the values are at hand */
-                    const gvi kv = gt_skeyv(bv);
-                    memcpy(sk + j, &kv, sizeof kv);
-                }
-            }
-            bb = b;
-        } else if (p->grouped) {
-            for (int64_t j = 0; j < Ep; j += GT_W) {
-                const gvi kv = gt_skeyv(gv_load(s + j));
-                memcpy(sk + j, &kv, sizeof kv);
-            }
+        /* sk = the keys of b = s + bias; the padding past E the smallest key */
+        for (int64_t j = 0; j < Ep; j += GT_W) {
+            gvf bv = gv_load(s + j);
+            if (p->has_bias) bv = bv + gv_load(c->bias + j);
+            const gvi kv = gt_skeyv(bv);
+            memcpy(sk + j, &kv, sizeof kv);
         }
-        const float *vals = bb; /* the candidates: n values, expert ids cid (or their positions) */
+        for (int64_t j = E; j < Ep + 8; j++) sk[j] = INT32_MIN;
+        const int32_t *keys = sk; /* the candidates: n keys; grouped GatingTopK: kept group kid[i / P] */
         int64_t n = E;
-        bool ids = false, sel_done = false;
+        bool ids = false;
+        int32_t lo = INT32_MIN;
         if (p->grouped) {
-            /* group scores from the order keys sk (-0 counts as +0 in them) */
-            int64_t have = 0;
             if (p->topn <= 2) {
                 gg_group_top2(sk, G, P, t1, t2);
-                for (int64_t g = 0; g < G; g++) {
-                    const float sc = p->topn == 1 ? gg_unkey(t1[g]) : gg_unkey(t1[g]) + gg_unkey(t2[g]);
-                    int32_t kk;
-                    const gvi kv = gt_skeyv(gv_splat(sc));
-                    kk = kv[0];
-                    gg_offer(best, &have, p->kG, (uint64_t)((uint32_t)kk ^ 0x80000000u) << 32 | (uint32_t)~(uint32_t)g);
-                }
+                for (int64_t g = 0; g < G; g++)
+                    gsc[g] = p->topn == 1 ? gg_unkey(t1[g]) : gg_unkey(t1[g]) + gg_unkey(t2[g]);
             } else {
-                const int64_t Pp = GT_PAD(P);
-                for (int64_t g = 0; g < G; g++) {
-                    memcpy(cand, bb + g * P, (size_t)P * 4);
-                    for (int64_t j = P; j < Pp; j++) cand[j] = -INFINITY;
-                    gt_topk(cand, P, p->topn, ck, bg, sel);
-                    float sum = cand[sel[0]];
-                    for (int64_t i = 1; i < p->topn; i++) sum += cand[sel[i]];
-                    const gvi kv = gt_skeyv(gv_splat(sum));
-                    const int32_t kk = kv[0];
-                    gg_offer(best, &have, p->kG, (uint64_t)((uint32_t)kk ^ 0x80000000u) << 32 | (uint32_t)~(uint32_t)g);
+                for (int64_t g = 0; g < G; g++) { /* the topn largest, added in descending order */
+                    gg_select(sk + g * P, P, p->topn, INT32_MIN, bu.best);
+                    float sum = gg_unkey(gg_key_of(bu.best[0]));
+                    for (int64_t i = 1; i < p->topn; i++) sum += gg_unkey(gg_key_of(bu.best[i]));
+                    gsc[g] = sum;
                 }
             }
             /* the kept groups: the kG best by (score descending, group ascending), as a set */
+            int64_t have = 0;
+            for (int64_t g = 0; g < G; g++) {
+                const gvi kv = gt_skeyv(gv_splat(gsc[g]));
+                gg_offer(bu.best, &have, p->kG, gg_cand(kv[0], g));
+            }
             memset(kept, 0, (size_t)G);
-            for (int64_t i = 0; i < p->kG; i++) kept[(uint32_t)~(uint32_t)best[i]] = 1;
-            int32_t lo = INT32_MIN;
-            int64_t nt = 0; /* tk: keys of some candidates, each at most a distinct candidate's key */
-            if (p->fused) {
+            for (int64_t i = 0; i < p->kG; i++) kept[(uint32_t)~(uint32_t)bu.best[i]] = 1;
+            int64_t nt = 0; /* tk: keys of distinct candidates, for a lower bound */
+            if (p->fused) { /* unkept: b * 0 = +-0 (key 0), or NaN for an infinite or NaN b */
                 int64_t zeros = 0;
                 for (int64_t g = 0; g < G; g++) {
                     const int64_t j0 = g * P;
                     if (kept[g]) {
-                        memcpy(ck + j0, sk + j0, (size_t)P * 4);
-                        if (!on_keys) memcpy(cand + j0, bb + j0, (size_t)P * 4);
+                        memcpy(cu.i + j0, sk + j0, (size_t)P * 4);
                         if (p->topn <= 2) tk[nt++] = t1[g], tk[nt++] = t2[g];
                         continue;
                     }
                     for (int64_t j = j0; j < j0 + P; j++) {
-                        const float z = bb[j] * 0.0f; /* +-0, or NaN from an infinite or NaN b */
-                        ck[j] = z != z ? INT32_MAX : 0, cand[j] = z;
+                        const int32_t kj = sk[j];
+                        cu.i[j] = (kj == INT32_MAX || kj == kinf[0] || kj == kninf[0]) ? INT32_MAX : 0;
                     }
                     zeros += P; /* each unkept key is 0 or above */
                 }
-                for (int64_t i = 0; i < zeros && i < k; i++) tk[nt++] = 0;
+                for (int64_t i = 0; i < zeros && i < k && i < GT_INSERT_K; i++) tk[nt++] = 0;
                 n = E;
             } else {
                 n = 0;
                 for (int64_t g = 0; g < G; g++) {
                     if (!kept[g]) continue;
-                    memcpy(ck + n, sk + g * P, (size_t)P * 4);
-                    if (!on_keys) memcpy(cand + n, bb + g * P, (size_t)P * 4);
-                    cid[n / P] = (int32_t)g; /* candidate i is expert cid[i / P] * P + i % P */
+                    memcpy(cu.i + n, sk + g * P, (size_t)P * 4);
+                    kid[n / P] = (int32_t)g; /* candidate i is expert kid[i / P] * P + i % P */
                     n += P;
                     if (p->topn <= 2) tk[nt++] = t1[g], tk[nt++] = t2[g];
                 }
                 ids = true;
             }
-            /* the k-th largest of those bounds the k-th largest candidate key from below */
-            if (on_keys && k <= nt) {
+            for (int64_t j = n; j < GT_PAD(n); j++) cu.i[j] = INT32_MIN;
+            keys = cu.i;
+            /* the k-th largest of tk bounds the k-th largest candidate key from below */
+            if (k <= GT_INSERT_K && k <= nt) {
                 int32_t top[GT_INSERT_K];
                 int64_t h = 0;
                 for (int64_t i = 0; i < nt; i++) {
@@ -221,18 +255,14 @@ void GG_ROWS(void *vctx, int64_t r0, int64_t r1) {
                 }
                 if (top[k - 1] != INT32_MIN) lo = top[k - 1];
             }
-            for (int64_t j = n; j < GT_PAD(n); j++) cand[j] = -INFINITY, ck[j] = INT32_MIN;
-            vals = cand;
-            if (on_keys) { /* the keys are at hand: select on them (k <= n: phase 1) */
-                gt_select(ck, n, k, lo, best);
-                for (int64_t i = 0; i < k; i++) sel[i] = (int32_t)~(uint32_t)best[i];
-                sel_done = true;
-            }
         }
-        if (!sel_done) gt_topk(vals, n, k, sk, best, sel);
-        if (ids)
-            for (int64_t i = 0; i < k; i++) sel[i] = (int32_t)(cid[sel[i] / P] * P + sel[i] % P);
-        for (int64_t i = 0; i < k; i++) yk[i] = s[sel[i]];
+        gg_select(keys, n, k, lo, bu.best); /* k <= n: phase 1 */
+        for (int64_t i = 0; i < k; i++) { /* sel[i] over the lower half of best[i], i ascending */
+            const int32_t pos = (int32_t)~(uint32_t)bu.best[i];
+            bu.sel[i] = ids ? (int32_t)(kid[pos / P] * P + pos % P) : pos;
+        }
+        float *yk = cu.f;
+        for (int64_t i = 0; i < k; i++) yk[i] = s[bu.sel[i]];
         if (p->renorm_y) {
             float sum = yk[0];
             for (int64_t i = 1; i < k; i++) sum += yk[i];
@@ -249,12 +279,12 @@ void GG_ROWS(void *vctx, int64_t r0, int64_t r1) {
         if (p->out_flag) memcpy(c->out + r * E, s, (size_t)E * 4);
         if (p->mapping) {
             memcpy(c->wy + r * k, yk, (size_t)k * 4);
-            memcpy(c->we + r * k, sel, (size_t)k * 4);
+            memcpy(c->we + r * k, bu.sel, (size_t)k * 4);
             continue;
         }
         for (int64_t i = 0; i < k; i++) {
             gt_store(c->y + r * c->ys0 + i * c->ys1, c->ydtype, yk[i]);
-            memcpy(c->eidx + r * c->es0 + i * c->es1, &sel[i], 4);
+            memcpy(c->eidx + r * c->es0 + i * c->es1, &bu.sel[i], 4);
         }
     }
 }

@@ -1,7 +1,10 @@
 /* gating.c - `moefr bench --gating`: aclnnMoeGatingTopKSoftmax (V1) and V2
  * (renorm 0 and 1) at N = 8192 tokens, E = 256 experts, k = 8, fp32 and
  * bf16: both phases per call, the median of the repeats, and the time per
- * thousand tokens (issue 15's target: well under 1 ms). */
+ * thousand tokens (issue 15's target: well under 1 ms). Issue 22 adds the
+ * grouped gating rows: aclnnMoeGatingTopK and aclnnMoeFusedTopk as
+ * DeepSeek-V3 routes (sigmoid, a bias, 8 groups, the best 4 by their top-2
+ * sums, top-8; target: <= 1 ms per 1000 tokens). */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #endif
@@ -11,6 +14,8 @@
 #include <time.h>
 
 #include "acl/acl.h"
+#include "aclnnop/aclnn_moe_fused_topk.h"
+#include "aclnnop/aclnn_moe_gating_top_k.h"
 #include "aclnnop/aclnn_moe_gating_top_k_softmax.h"
 #include "aclnnop/aclnn_moe_gating_top_k_softmax_v2.h"
 #include "bench/bench.h"
@@ -27,19 +32,34 @@ static int cmp_d(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* One call of both phases; seconds, or -1 on failure. */
+static const aclTensor *g_bias, *g_yf, *g_norm; /* the grouped rows' bias, FLOAT y and norm output */
+static char g_ws[1 << 16];                         /* their workspace (the bias widened to fp32) */
+
+/* One call of both phases; seconds, or -1 on failure. ver 4: MoeGatingTopK,
+ * 5: MoeFusedTopk (8 groups, 4 kept, top-2 sums, sigmoid, bias). */
 static double call(int ver, const aclTensor *x, int64_t k, const aclTensor *y, const aclTensor *e,
                    const aclTensor *r) {
     uint64_t ws = 0;
     aclOpExecutor *ex = NULL;
     const double t0 = bench_now();
-    aclnnStatus rc = ver == 1 ? aclnnMoeGatingTopKSoftmaxGetWorkspaceSize(x, NULL, k, y, e, r, &ws, &ex)
-                              : aclnnMoeGatingTopKSoftmaxV2GetWorkspaceSize(x, NULL, k, ver == 3, false, y, e, NULL,
-                                                                            &ws, &ex);
-    if (rc == ACLNN_SUCCESS && ws == 0)
-        rc = ver == 1 ? aclnnMoeGatingTopKSoftmax(NULL, 0, ex, NULL) : aclnnMoeGatingTopKSoftmaxV2(NULL, 0, ex, NULL);
+    aclnnStatus rc;
+    if (ver == 4)
+        rc = aclnnMoeGatingTopKGetWorkspaceSize(x, g_bias, k, 4, 8, 1, 0, 1, false, 2.5, 1e-20, y, e, g_norm, &ws, &ex);
+    else if (ver == 5)
+        rc = aclnnMoeFusedTopkGetWorkspaceSize(x, g_bias, NULL, NULL, 8, 4, 2, (uint32_t)k, 0, true, 2.5f, false,
+                                               (aclTensor *)g_yf, (aclTensor *)e, &ws, &ex);
+    else
+        rc = ver == 1 ? aclnnMoeGatingTopKSoftmaxGetWorkspaceSize(x, NULL, k, y, e, r, &ws, &ex)
+                      : aclnnMoeGatingTopKSoftmaxV2GetWorkspaceSize(x, NULL, k, ver == 3, false, y, e, NULL, &ws, &ex);
+    if (rc == ACLNN_SUCCESS && ws <= (ver >= 4 ? sizeof g_ws : 0)) {
+        void *w = ws ? g_ws : NULL;
+        rc = ver == 1   ? aclnnMoeGatingTopKSoftmax(w, ws, ex, NULL)
+             : ver == 4 ? aclnnMoeGatingTopK(w, ws, ex, NULL)
+             : ver == 5 ? aclnnMoeFusedTopk(w, ws, ex, NULL)
+                        : aclnnMoeGatingTopKSoftmaxV2(w, ws, ex, NULL);
+    }
     const double t = bench_now() - t0;
-    if (rc != ACLNN_SUCCESS || ws != 0) {
+    if (rc != ACLNN_SUCCESS || ws > (ver >= 4 ? sizeof g_ws : 0)) {
         fprintf(stderr, "bench --gating: status %d, workspace %llu: %s\n", rc, (unsigned long long)ws,
                 aclGetRecentErrMsg());
         return -1;
@@ -50,7 +70,8 @@ static double call(int ver, const aclTensor *x, int64_t k, const aclTensor *y, c
 int bench_gating(int reps, int markdown) {
     const int64_t N = 8192, E = 256, k = 8;
     const int n = reps < 5 ? 21 : reps * 4 + 1;
-    static const char *const names[4] = {"", "MoeGatingTopKSoftmax", "V2 renorm 0", "V2 renorm 1"};
+    static const char *const names[6] = {"",           "MoeGatingTopKSoftmax",   "V2 renorm 0",
+                                         "V2 renorm 1", "MoeGatingTopK grouped", "MoeFusedTopk grouped"};
     int fails = 0;
     printf("moefr %s, %d threads: gating top-k softmax, N = %lld tokens, E = %lld, k = %lld, median of %d calls "
            "(both phases)\n\n",
@@ -94,7 +115,16 @@ int bench_gating(int reps, int markdown) {
         aclTensor *y = aclCreateTensor(od, 2, dt, NULL, 0, ACL_FORMAT_ND, od, 2, yb);
         aclTensor *e = aclCreateTensor(od, 2, ACL_INT32, NULL, 0, ACL_FORMAT_ND, od, 2, eb);
         aclTensor *r = aclCreateTensor(od, 2, ACL_INT32, NULL, 0, ACL_FORMAT_ND, od, 2, rb);
-        for (int ver = 1; ver <= 3; ver++) {
+        /* the grouped rows: a small bias of x's dtype (zeros: the values do not change the work), fp32 y for
+         * MoeFusedTopk, and the norm output MoeGatingTopK requires (not written: outFlag false) */
+        char *bb = bench_alloc((size_t)E * es), *yfb = bench_alloc((size_t)(N * k) * 4), *nb = bench_alloc((size_t)(N * E) * 4);
+        memset(bb, 0, (size_t)E * es);
+        int64_t bd[1] = {E}, nd[2] = {N, E};
+        aclTensor *bias = aclCreateTensor(bd, 1, dt, NULL, 0, ACL_FORMAT_ND, bd, 1, bb);
+        aclTensor *yf = aclCreateTensor(od, 2, ACL_FLOAT, NULL, 0, ACL_FORMAT_ND, od, 2, yfb);
+        aclTensor *norm = aclCreateTensor(nd, 2, ACL_FLOAT, NULL, 0, ACL_FORMAT_ND, nd, 2, nb);
+        g_bias = bias, g_yf = yf, g_norm = norm;
+        for (int ver = 1; ver <= 5; ver++) {
             double *t = malloc(sizeof *t * (size_t)n);
             int ok = call(ver, x, k, y, e, r) >= 0; /* warm-up */
             const double c0 = cpu_s();
@@ -117,6 +147,8 @@ int bench_gating(int reps, int markdown) {
             free(t);
         }
         aclDestroyTensor(x), aclDestroyTensor(y), aclDestroyTensor(e), aclDestroyTensor(r);
+        aclDestroyTensor(bias), aclDestroyTensor(yf), aclDestroyTensor(norm);
+        bench_free(bb), bench_free(yfb), bench_free(nb);
         bench_free(xb), bench_free(yb), bench_free(eb), bench_free(rb);
     }
     return fails ? 1 : 0;

@@ -32,6 +32,8 @@
 #include "aclnnop/aclnn_moe_token_permute_with_ep_grad.h"
 #include "aclnnop/aclnn_moe_token_unpermute_with_ep.h"
 #include "aclnnop/aclnn_moe_token_unpermute_with_ep_grad.h"
+#include "aclnnop/aclnn_moe_gating_top_k.h"
+#include "aclnnop/aclnn_moe_fused_topk.h"
 #include "moefr/moefr.h"
 #include "acl/acl.h"
 

@@ -83,6 +83,9 @@ int cmd_init_routing(int argc, char **argv, int first);
 int cmd_init_routing_v3(int argc, char **argv, int first);
 /* tools/cmd_gating.c: */
 int cmd_gating(int argc, char **argv, int first);
+/* tools/cmd_gating_group.c: */
+int cmd_gating_topk(int argc, char **argv, int first);
+int cmd_fused_topk(int argc, char **argv, int first);
 /* tools/cmd_mlp.c: */
 int cmd_swiglu(int argc, char **argv, int first);
 int cmd_gmm(int argc, char **argv, int first);

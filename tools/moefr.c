@@ -48,6 +48,11 @@ static const char USAGE[] =
     "           --x F --k N [--finished F] [--renorm 0|1] [--softmax-out] [--dtype bf16] --out DIR\n"
     "           writes DIR/y.npy, DIR/expert_idx.npy and DIR/row_idx.npy (V1) or\n"
     "           DIR/softmax_result.npy (V2 --softmax-out, renorm 0)   (gating --help)\n"
+    "  gating-topk aclnnMoeGatingTopK (grouped sigmoid/softmax routing): --x F --k N [--bias F] [--k-group N]\n"
+    "           [--group-count N] [--group-select-mode 0|1] [--norm-type 0|1] [--out-flag] [--scale X] --out DIR\n"
+    "           writes DIR/y.npy, DIR/expert_idx.npy (and DIR/norm_out.npy)   (gating-topk --help)\n"
+    "  fused-topk aclnnMoeFusedTopk: --x F --add-num F --k N [--group-num N] [--group-topk N] [--top-n N]\n"
+    "           [--norm] [--scale X] [--mapping-num F --mapping-table F] --out DIR   (fused-topk --help)\n"
     "  swiglu   aclnnSwiGlu (with --grad-y aclnnSwiGluGrad) on .npy files\n"
     "           --x F [--dim D] [--grad-y F] [--dtype bf16] --out DIR\n"
     "           writes DIR/out.npy, or DIR/x_grad.npy with --grad-y   (swiglu --help)\n"
@@ -491,6 +496,8 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "permute-map")) return cmd_permute_map(argc, argv, i + 1);     /* tools/cmd_routing_map.c */
     if (!strcmp(cmd, "unpermute-map")) return cmd_unpermute_map(argc, argv, i + 1); /* tools/cmd_routing_map.c */
     if (!strcmp(cmd, "gating")) return cmd_gating(argc, argv, i + 1);             /* tools/cmd_gating.c */
+    if (!strcmp(cmd, "gating-topk")) return cmd_gating_topk(argc, argv, i + 1);   /* tools/cmd_gating_group.c */
+    if (!strcmp(cmd, "fused-topk")) return cmd_fused_topk(argc, argv, i + 1);     /* tools/cmd_gating_group.c */
     if (!strcmp(cmd, "swiglu")) return cmd_swiglu(argc, argv, i + 1);             /* tools/cmd_mlp.c */
     if (!strcmp(cmd, "gmm")) return cmd_gmm(argc, argv, i + 1);                   /* tools/cmd_mlp.c */
     if (!strcmp(cmd, "demo")) return cmd_demo(argc, argv, i + 1);

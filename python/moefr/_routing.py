@@ -13,6 +13,9 @@ _vp = ctypes.c_void_p
 _i64 = ctypes.c_int64
 _u64 = ctypes.c_uint64
 _bool = ctypes.c_bool
+_dbl = ctypes.c_double
+_u32 = ctypes.c_uint32
+_f32 = ctypes.c_float
 
 # Phase-1 argument types before (workspaceSize, executor), per aclnn operator (CANN 8.1.RC1 headers).
 _SIGNATURES = {
@@ -41,6 +44,8 @@ _SIGNATURES = {
     "aclnnMoeTokenPermuteWithEpGrad": [_vp, _vp, _vp, _i64, _vp, _bool, _vp, _vp],
     "aclnnMoeTokenUnpermuteWithEp": [_vp, _vp, _vp, _i64, _vp, _bool, _vp, _vp],
     "aclnnMoeTokenUnpermuteWithEpGrad": [_vp, _vp, _vp, _vp, _bool, _vp, _vp, _i64, _vp, _vp],
+    "aclnnMoeGatingTopK": [_vp, _vp] + [_i64] * 6 + [_bool, _dbl, _dbl, _vp, _vp, _vp],
+    "aclnnMoeFusedTopk": [_vp] * 4 + [_u32] * 5 + [_bool, _f32, _bool, _vp, _vp],
 }
 
 POISON_OUTPUTS = False  # tests: fill fresh floating outputs with NaN before the library writes
@@ -471,3 +476,26 @@ def token_unpermute_with_ep_grad(grad_unpermuted, sorted_indices, permuted=None,
     run("aclnnMoeTokenUnpermuteWithEpGrad", grad_unpermuted, sorted_indices, permuted, probs, bool(padded_mode),
         list(restore_shape) if restore_shape is not None else None, rng, int(topk_num), gx, gp)
     return gx, gp
+def gating_top_k(x, bias, k, k_group, group_count, group_select_mode, renorm, norm_type, out_flag,
+                 routed_scaling_factor, eps):
+    """aclnnMoeGatingTopK -> (y (R, k) x's dtype, expert_idx (R, k) int32, out (R, E) float32; out is
+    written only with out_flag)."""
+    R, E = x.shape
+    y = empty((R, k), x.dtype)
+    e = empty((R, k), torch.int32)
+    out = empty((R, E), torch.float32) if out_flag else torch.zeros((R, E), dtype=torch.float32)
+    run("aclnnMoeGatingTopK", x, bias, int(k), int(k_group), int(group_count), int(group_select_mode),
+        int(renorm), int(norm_type), bool(out_flag), float(routed_scaling_factor), float(eps), y, e, out)
+    return y, e, out
+
+
+def fused_topk(x, add_num, mapping_num, mapping_table, group_num, group_topk, top_n, top_k, activate_type,
+               is_norm, scale, enable_expert_mapping):
+    """aclnnMoeFusedTopk -> (y (R, top_k) float32, indices (R, top_k) int32)."""
+    R = x.shape[0]
+    y = empty((R, top_k), torch.float32)
+    idx = empty((R, top_k), torch.int32)
+    run("aclnnMoeFusedTopk", x, add_num, mapping_num, mapping_table, int(group_num), int(group_topk),
+        int(top_n), int(top_k), int(activate_type), bool(is_norm), float(scale), bool(enable_expert_mapping),
+        y, idx)
+    return y, idx

@@ -30,6 +30,7 @@ from ._npu_init_routing_quant import npu_moe_init_routing_quant
 from ._npu_routing_map import (npu_moe_token_permute_with_routing_map, npu_moe_token_permute_with_routing_map_grad,
                                npu_moe_token_unpermute_with_routing_map, _npu_moe_token_unpermute_with_routing_map,
                                npu_moe_token_unpermute_with_routing_map_grad)
+from ._npu_gating_topk import npu_moe_gating_top_k, npu_moe_gating_top_k_backward
 
 __all__ = ["npu_moe_gating_top_k_softmax", "npu_moe_gating_top_k_softmax_v2", "npu_moe_init_routing",
            "npu_moe_init_routing_v2",
@@ -38,6 +39,7 @@ __all__ = ["npu_moe_gating_top_k_softmax", "npu_moe_gating_top_k_softmax_v2", "n
            "npu_moe_re_routing"]
 __all__ += ["npu_moe_init_routing_quant"]
 __all__ += ["npu_moe_token_permute_with_routing_map", "npu_moe_token_permute_with_routing_map_grad", "npu_moe_token_unpermute_with_routing_map", "_npu_moe_token_unpermute_with_routing_map", "npu_moe_token_unpermute_with_routing_map_grad"]
+__all__ += ["npu_moe_gating_top_k", "npu_moe_gating_top_k_backward"]
 
 
 def _check(cond, msg):

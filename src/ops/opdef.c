@@ -131,7 +131,8 @@ aclnnStatus mf_op_publish(const mf_op_def *def, const aclTensor *const *t, unsig
     X(grouped_matmul_v5) X(re_routing) X(init_routing_v3) X(init_routing_quant) X(init_routing_quant_v2) \
     X(token_permute_with_routing_map) X(token_permute_with_routing_map_grad) \
     X(token_unpermute_with_routing_map) X(token_unpermute_with_routing_map_grad) X(token_permute_with_ep) \
-    X(token_permute_with_ep_grad) X(token_unpermute_with_ep) X(token_unpermute_with_ep_grad)
+    X(token_permute_with_ep_grad) X(token_unpermute_with_ep) X(token_unpermute_with_ep_grad) X(gating_top_k) \
+    X(fused_topk)
 #define DECL(n) extern const mf_op_entry mf_entry_##n;
 ENTRIES(DECL)
 #undef DECL

@@ -39,6 +39,7 @@ for f in include/acl/acl.h include/aclnn/acl_meta.h include/aclnn/aclnn_base.h \
          include/aclnnop/aclnn_moe_token_permute_with_routing_map_grad.h \
          include/aclnnop/aclnn_moe_token_unpermute_with_routing_map.h \
          include/aclnnop/aclnn_moe_token_unpermute_with_routing_map_grad.h \
+         include/aclnnop/aclnn_moe_gating_top_k.h include/aclnnop/aclnn_moe_fused_topk.h \
          lib64/libmoefr.so.$version lib64/libmoefr.so lib64/libmoefr.a lib64/pkgconfig/moefr.pc \
          lib64/cmake/moefr/moefrConfig.cmake lib64/cmake/moefr/moefrConfigVersion.cmake \
          lib64/cmake/moefr/moefrTargets.cmake include/acl/acl_base.h include/acl/acl_rt.h \
@@ -82,7 +83,8 @@ for sym in aclInit aclrtMalloc aclCreateTensor aclnnMoeFinalizeRoutingV2GradGetW
            aclnnMoeTokenPermuteWithEpGetWorkspaceSize aclnnMoeTokenPermuteWithEp \
            aclnnMoeTokenPermuteWithEpGradGetWorkspaceSize aclnnMoeTokenPermuteWithEpGrad \
            aclnnMoeTokenUnpermuteWithEpGetWorkspaceSize aclnnMoeTokenUnpermuteWithEp \
-           aclnnMoeTokenUnpermuteWithEpGradGetWorkspaceSize aclnnMoeTokenUnpermuteWithEpGrad; do
+           aclnnMoeTokenUnpermuteWithEpGradGetWorkspaceSize aclnnMoeTokenUnpermuteWithEpGrad \
+           aclnnMoeGatingTopKGetWorkspaceSize aclnnMoeGatingTopK aclnnMoeFusedTopkGetWorkspaceSize aclnnMoeFusedTopk; do
   # grep reads to the end: with -q it may exit before nm has written all, and
   # pipefail would report nm's SIGPIPE as a missing symbol
   nm -D --defined-only "$real" | grep " T $sym\$" >/dev/null || fail "$sym not exported"

@@ -362,6 +362,9 @@ static inline void gt_store(char *p, int dtype, float f) {
 
 
 
+/* The includer may leave GT_ROWS undefined to take only the helpers above
+ * (gating_group_core.h). */
+#ifdef GT_ROWS
 /* v[0..GT_PAD(E)) = row r of x widened to fp32, -inf past E */
 static void gt_load(const gt_ctx *c, int64_t r, float *v) {
     const int64_t E = c->p->E, Ep = GT_PAD(E);
@@ -459,4 +462,4 @@ void GT_ROWS(void *vctx, int64_t r0, int64_t r1) {
         }
     }
 }
-
+#endif /* GT_ROWS */

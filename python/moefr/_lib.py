@@ -27,6 +27,12 @@ class MoefrError(ValueError, RuntimeError):
         self.function = function
 
 
+class MoefrTypeError(TypeError, ValueError, RuntimeError):
+    """An argument moefr cannot pass to the library (not a CPU tensor, a dtype with no aclDataType):
+    a TypeError, and a ValueError and RuntimeError like MoefrError, so `except RuntimeError` written for
+    torch_npu catches it too."""
+
+
 def _candidates():
     """Where the library may live, most specific first, and whether MOEFR_LIBRARY forced it."""
     env = os.environ.get("MOEFR_LIBRARY")

@@ -4,11 +4,7 @@ torch_npu registers no gradient for either (derivatives.yaml), so neither has on
 import torch
 
 from . import _routing
-
-
-def _check(cond, msg):
-    if not cond:
-        raise ValueError("moefr.torch_npu: " + msg)
+from ._npu_args import _check
 
 
 def _check_x_finished(x, finished):

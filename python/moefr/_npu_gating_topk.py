@@ -11,19 +11,7 @@ does not carry; moefr computes it in fp32 with torch from the forward's definiti
 import torch
 
 from . import _routing
-
-
-def _check(cond, msg):
-    if not cond:
-        raise ValueError("moefr.torch_npu: " + msg)
-
-
-def _cpu(t, name):
-    if t is not None and not isinstance(t, torch.Tensor):
-        raise TypeError("moefr.torch_npu: %s must be a torch.Tensor, got %s" % (name, type(t).__name__))
-    if t is not None and t.device.type != "cpu":
-        raise TypeError("moefr.torch_npu: %s is on %s; moefr runs on CPU tensors" % (name, t.device))
-    return t
+from ._npu_args import _check, _cpu
 
 
 def _backward(x_norm, grad_y, expert_idx, renorm, norm_type, routed_scaling_factor, eps):

@@ -4,11 +4,7 @@ torch_npu registers no gradient for it; neither does moefr (npu_moe_init_routing
 import torch
 
 from . import _routing
-
-
-def _check(cond, msg):
-    if not cond:
-        raise ValueError("moefr.torch_npu: " + msg)
+from ._npu_args import _check
 
 
 def npu_moe_init_routing(x, row_idx, expert_idx, active_num):

@@ -7,16 +7,7 @@ init_routing_quant reaches it."""
 import torch
 
 from . import _routing
-
-
-def _check(cond, msg):
-    if not cond:
-        raise ValueError("moefr.torch_npu: " + msg)
-
-
-def _cpu(t, name):
-    _check(t is None or (isinstance(t, torch.Tensor) and t.device.type == "cpu"),
-           "%s must be a CPU torch.Tensor or None" % name)
+from ._npu_args import _check, _cpu
 
 
 def npu_moe_init_routing_quant(x, expert_idx, *, scale=None, offset=None, active_num=1024, expert_capacity=0,

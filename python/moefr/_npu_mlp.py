@@ -5,14 +5,7 @@ import torch
 from torch.autograd.function import once_differentiable
 
 from . import _routing
-
-
-def _cpu_tensor(t, name):
-    if not isinstance(t, torch.Tensor):
-        raise TypeError("moefr.torch_npu: %s must be a torch.Tensor, got %s" % (name, type(t).__name__))
-    if t.device.type != "cpu":
-        raise TypeError("moefr.torch_npu: %s is on %s; moefr runs on CPU tensors" % (name, t.device))
-    return t
+from ._npu_args import _cpu_tensor
 
 
 class _SwiGlu(torch.autograd.Function):

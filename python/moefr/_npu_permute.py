@@ -7,16 +7,7 @@ import torch
 from torch.autograd.function import once_differentiable
 
 from . import _routing
-
-
-def _check(cond, msg):
-    if not cond:
-        raise ValueError("moefr.torch_npu: " + msg)
-
-
-def _cpu(t, name):
-    _check(t is None or (isinstance(t, torch.Tensor) and t.device.type == "cpu"),
-           "%s must be a CPU torch.Tensor" % name)
+from ._npu_args import _check, _cpu
 
 
 class _Permute(torch.autograd.Function):

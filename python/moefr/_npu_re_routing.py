@@ -6,19 +6,12 @@ does moefr."""
 import torch
 
 from . import _routing
+from ._npu_args import _cpu_tensor
 from ._lib import MoefrError
 
 # c10_npu::DType values torch_npu's wrapper accepts for tokens_dtype (op-plugin
 # MoeReRoutingOpApi.cpp): hifloat8, float4_e2m1fn_x2, float4_e1m2fn_x2.
 _TOKENS_DTYPES = {290: "hifloat8", 296: "float4_e2m1fn_x2", 297: "float4_e1m2fn_x2"}
-
-
-def _cpu_tensor(t, name):
-    if not isinstance(t, torch.Tensor):
-        raise TypeError("moefr.torch_npu: %s must be a torch.Tensor, got %s" % (name, type(t).__name__))
-    if t.device.type != "cpu":
-        raise TypeError("moefr.torch_npu: %s is on %s; moefr runs on CPU tensors" % (name, t.device))
-    return t
 
 
 def npu_moe_re_routing(tokens, expert_token_num_per_rank, *, per_token_scales=None, expert_token_num_type=1,

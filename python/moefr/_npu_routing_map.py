@@ -22,19 +22,7 @@ import torch
 from torch.autograd.function import once_differentiable
 
 from . import _routing
-
-
-def _check(cond, msg):
-    if not cond:
-        raise ValueError("moefr.torch_npu: " + msg)
-
-
-def _cpu(t, name):
-    if t is not None and not isinstance(t, torch.Tensor):
-        raise TypeError("moefr.torch_npu: %s must be a torch.Tensor, got %s" % (name, type(t).__name__))
-    if t is not None and t.device.type != "cpu":
-        raise TypeError("moefr.torch_npu: %s is on %s; moefr runs on CPU tensors" % (name, t.device))
-    return t
+from ._npu_args import _check, _cpu
 
 
 # --------------------------------------------------------------------------------------------

@@ -60,7 +60,7 @@ def as_input(x, name):
         return None
     if is_torch(x):
         if x.device.type != "cpu":
-            raise TypeError("moefr: %s is on %s; moefr runs on CPU tensors" % (name, x.device))
+            raise _lib.MoefrTypeError("moefr: %s is on %s; moefr runs on CPU tensors" % (name, x.device))
         return x.detach()
     if not isinstance(x, np.ndarray):
         x = np.asarray(x)
@@ -83,9 +83,9 @@ class View:
 def _torch_view(t, name):
     torch = torch_module()
     if t.dtype not in _TORCH_ACL:
-        raise TypeError("moefr: %s has dtype %s, which has no aclDataType" % (name, t.dtype))
+        raise _lib.MoefrTypeError("moefr: %s has dtype %s, which has no aclDataType" % (name, t.dtype))
     if t.layout != torch.strided:
-        raise TypeError("moefr: %s has layout %s; moefr needs strided tensors" % (name, t.layout))
+        raise _lib.MoefrTypeError("moefr: %s has layout %s; moefr needs strided tensors" % (name, t.layout))
     item = t.element_size()
     st = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
     nbytes = st.nbytes() if callable(getattr(st, "nbytes", None)) else st.size() * item
@@ -98,7 +98,7 @@ def _torch_view(t, name):
 
 def _numpy_view(a, name):
     if a.dtype not in _NUMPY_ACL:
-        raise TypeError("moefr: %s has dtype %s, which has no aclDataType (numpy has no bfloat16; "
+        raise _lib.MoefrTypeError("moefr: %s has dtype %s, which has no aclDataType (numpy has no bfloat16; "
                         "use torch for bf16)" % (name, a.dtype))
     item = a.itemsize
     if any(s % item for s in a.strides):

@@ -18,6 +18,7 @@ message, or ValueError/TypeError for what torch_npu's wrapper itself rejects."""
 import torch
 
 from . import _routing
+from ._npu_args import _check, _cpu  # noqa: F401
 from ._lib import MoefrError  # noqa: F401
 from ._npu_init_routing import npu_moe_init_routing
 from ._npu_gating import npu_moe_gating_top_k_softmax, npu_moe_gating_top_k_softmax_v2
@@ -40,19 +41,6 @@ __all__ = ["npu_moe_gating_top_k_softmax", "npu_moe_gating_top_k_softmax_v2", "n
 __all__ += ["npu_moe_init_routing_quant"]
 __all__ += ["npu_moe_token_permute_with_routing_map", "npu_moe_token_permute_with_routing_map_grad", "npu_moe_token_unpermute_with_routing_map", "_npu_moe_token_unpermute_with_routing_map", "npu_moe_token_unpermute_with_routing_map_grad"]
 __all__ += ["npu_moe_gating_top_k", "npu_moe_gating_top_k_backward"]
-
-
-def _check(cond, msg):
-    if not cond:
-        raise ValueError("moefr.torch_npu: " + msg)
-
-
-def _cpu(t, name):
-    if t is not None and not isinstance(t, torch.Tensor):
-        raise TypeError("moefr.torch_npu: %s must be a torch.Tensor, got %s" % (name, type(t).__name__))
-    if t is not None and t.device.type != "cpu":
-        raise TypeError("moefr.torch_npu: %s is on %s; moefr runs on CPU tensors" % (name, t.device))
-    return t
 
 
 # --------------------------------------------------------------------------------------------

@@ -245,6 +245,26 @@ class ComputeExpertTokens(unittest.TestCase):
                 torch_npu.npu_moe_compute_expert_tokens(torch.tensor(bad, dtype=torch.int32), 3)
 
 
+class Refusals(unittest.TestCase):
+    def test_argument_checks_are_runtime_errors(self):
+        """The wrappers' own argument checks raise what torch_npu's TORCH_CHECK raises, a RuntimeError
+        (issue 22, difference 4), and stay ValueError / TypeError for moefr's earlier callers."""
+        x, ids = torch.randn(4, 8), torch.zeros(4, 2, dtype=torch.int32)
+        calls = [  # (call, also a TypeError)
+            (lambda: torch_npu.npu_moe_init_routing_v2(x, ids, active_num=4, expert_num=2, quant_mode=5), False),
+            (lambda: torch_npu.npu_moe_token_permute(x, ids.long(), num_out_tokens=0, padded_mode=True), False),
+            (lambda: torch_npu.npu_moe_gating_top_k_softmax([[1.0]], k=1), False),
+            (lambda: torch_npu.npu_moe_token_permute(x.tolist(), ids.long()), True),
+            (lambda: torch_npu.npu_swiglu("x"), True),
+        ]
+        for call, typ in calls:
+            with self.assertRaises(RuntimeError) as cm:
+                call()
+            self.assertIsInstance(cm.exception, ValueError)
+            if typ:
+                self.assertIsInstance(cm.exception, TypeError)
+
+
 class FinalizeRouting(unittest.TestCase):
     def test_chain_gradients(self):
         """init_routing_v2 -> per-expert linear -> finalize_routing (mode 2, row layout index), all

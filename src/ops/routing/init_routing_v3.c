@@ -8,6 +8,7 @@
 #include "aclnnop/aclnn_moe_init_routing_v3.h"
 #include "ops/opdef.h"
 #include "ops/routing/routing.h"
+#include "ops/routing/quant_int8.h"
 
 static const char OP[] = "aclnnMoeInitRoutingV3";
 #define TILING ACLNN_ERR_INNER_TILING_ERROR
@@ -391,64 +392,6 @@ aclnnStatus aclnnMoeInitRoutingV3GetWorkspaceSize(
 
 /* ---- phase 2 ---- */
 
-/* Element h of a row of x, widened exactly to fp32 (INT8 x only reaches the unquantised copy). */
-static inline float x_at(const char *row, int64_t h, int64_t s_col, int dt) {
-    const char *q = row + h * s_col;
-    uint16_t b;
-    float f;
-    switch (dt) {
-    case ACL_FLOAT: memcpy(&f, q, 4); return f;
-    case ACL_FLOAT16: memcpy(&b, q, 2); return mf_f16_to_f32(b);
-    default: memcpy(&b, q, 2); return mf_bf16_to_f32(b);
-    }
-}
-
-/* Round half to even, then saturate to int8; NaN gives 0 (moefr's choice). */
-static inline int8_t sat_rint_i8(double v) {
-    if (v != v) return 0;
-    if (v >= 127.0) return 127;
-    if (v <= -128.0) return -128;
-    const double r = __builtin_rint(v); /* default rounding mode: to nearest even */
-    return (int8_t)r;
-}
-
-/* The int8 quantisation of one row (H elements of dtype dt, s_col bytes
- * apart) into q.
- * mode 0 (static; arch35 moe_v3_gather_static_quant.h): fp16 arithmetic,
- *   q = sat(rint(f16(f16(f16(x) * f16(scale)) + f16(offset)))); BF16 x goes
- *   through fp32 exactly first.
- * mode 1 (dynamic; moe_v3_gather_dynamic_quant.h): y = f32(x) [* smooth[h]],
- *   s = max|y| / 127 in fp32 (returned), q = sat(rint(y / s)) with the fp32
- *   quotient; a row of zeros gives s = 0 and q = 0. */
-static float quant_row_i8(const char *row, int64_t s_col, int dt, int64_t H, int mode, float scale, float offset,
-                          const float *smooth, int64_t smooth_step, int8_t *q) {
-    if (mode == STATIC_QUANT) {
-        const double s16 = mf_f16_to_f32(mf_f64_to_f16(scale)), o16 = mf_f16_to_f32(mf_f64_to_f16(offset));
-        for (int64_t h = 0; h < H; h++) {
-            const double a = mf_f16_to_f32(mf_f64_to_f16(x_at(row, h, s_col, dt)));
-            const double m = mf_f16_to_f32(mf_f64_to_f16(a * s16)); /* exact product, one rounding */
-            const double v = mf_f16_to_f32(mf_f64_to_f16(m + o16)); /* exact sum, one rounding */
-            q[h] = sat_rint_i8(v);
-        }
-        return 0.0f;
-    }
-    float mx = 0.0f;
-    for (int64_t h = 0; h < H; h++) {
-        float y = x_at(row, h, s_col, dt);
-        if (smooth) y *= smooth[h * smooth_step];
-        const float a = y < 0 ? -y : y;
-        if (a != a || mx != mx) mx = a + mx; /* a NaN stays: s = NaN, every q = 0 */
-        else if (a > mx) mx = a;
-    }
-    const float s = mx / 127.0f;
-    for (int64_t h = 0; h < H; h++) {
-        float y = x_at(row, h, s_col, dt);
-        if (smooth) y *= smooth[h * smooth_step];
-        q[h] = s == 0.0f ? 0 : sat_rint_i8((double)(y / s));
-    }
-    return s;
-}
-
 typedef struct v3_ctx {
     const v3_plan *p;
     mf_rows x;
@@ -458,7 +401,7 @@ typedef struct v3_ctx {
     int64_t sm_s0, sm_s1; /* its strides in elements */
     int8_t *out;
     float *scale_out;
-    float qscale, qoffset; /* quant 0: scaleOptional[0], offsetOptional[0] (the kernel reads each once) */
+    mf_q8 q; /* quant 0: fp16 scaleOptional[0], offsetOptional[0] (the kernel reads each once) */
 } v3_ctx;
 
 static void quant_rows(void *vc, int64_t i0, int64_t i1) {
@@ -472,9 +415,10 @@ static void quant_rows(void *vc, int64_t i0, int64_t i1) {
             if (c->scale_out) c->scale_out[i] = 0.0f;
             continue;
         }
-        const float *sm = c->smooth ? (const float *)(const void *)c->smooth + (int64_t)c->key[j] * c->sm_s0 : NULL;
-        const float s = quant_row_i8(mf_row(&c->x, j / p->K), c->x.s_col, p->xdt, p->H, p->quant, c->qscale,
-                                     c->qoffset, sm, c->sm_s1, q);
+        /* the arithmetic of arch35 moe_v3_gather_static_quant.h / moe_v3_gather_dynamic_quant.h:
+         * the static one is QuantV2's; the dynamic one rounds the fp32 quotient half to even */
+        const char *sm = c->smooth ? c->smooth + (int64_t)c->key[j] * c->sm_s0 * 4 : NULL;
+        const float s = mf_quant_int8_row(&c->q, mf_row(&c->x, j / p->K), c->x.s_col, p->xdt, sm, c->sm_s1 * 4, p->H, q);
         if (c->scale_out) c->scale_out[i] = s;
     }
 }
@@ -572,11 +516,11 @@ static aclnnStatus v3_run(const void *plan, const aclTensor *const *t, void *wor
     }
     if (p->skip_x) return ACLNN_SUCCESS;
     v3_ctx c = {p, xv, src, key, NULL, 0, 0, (int8_t *)(void *)ex, p->quant == DYNAMIC_QUANT ? escale : NULL,
-                0.0f, 0.0f};
+                {p->quant, true, 0, 0}};
     if (p->quant == STATIC_QUANT) {
         const mf_small sv = mf_small_of(t[S_SCALE]), ov = mf_small_of(t[S_OFFSET]);
-        c.qscale = mf_small_f32(&sv, 0, 0);
-        c.qoffset = mf_small_f32(&ov, 0, 0);
+        c.q.hs = mf_f32_to_f16(mf_small_f32(&sv, 0, 0));
+        c.q.ho = mf_f32_to_f16(mf_small_f32(&ov, 0, 0));
     }
     if (p->quant == DYNAMIC_QUANT && p->has_scale) {
         const aclTensor *sm = t[S_SCALE];

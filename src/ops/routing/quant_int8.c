@@ -84,7 +84,10 @@ float mf_quant_int8_row(const mf_q8 *q, const char *x, int64_t xstep, int xdtype
          * truncation never crosses one, and past 1024 both saturate; one
          * rounding gives the same int8 */
         for (int64_t j = 0; j < n; j++) v[j] /= s;
-        for (int64_t j = 0; j < n; j++) out[h0 + j] = away8(v[j]);
+        if (q->even)
+            for (int64_t j = 0; j < n; j++) out[h0 + j] = even8(v[j]);
+        else
+            for (int64_t j = 0; j < n; j++) out[h0 + j] = away8(v[j]);
     }
     return s;
 }

@@ -11,11 +11,13 @@
  * returns 0.
  * mode 1 (dynamic): v[j] = f32(x[j]) (* smooth[j] in fp32 when smooth is not
  * NULL); s = max|v| / 127 in fp32 (NaN elements do not count); out[j] =
- * sat8(round half away from zero(v[j] / s)) (0 for NaN); returns s.
+ * sat8(round(v[j] / s)) (0 for NaN), half away from zero (QuantV2's kernel) or,
+ * with even, half to even (InitRoutingV3's); returns s.
  * x: H elements of xdtype (FLOAT/FLOAT16/BF16) xstep bytes apart; smooth: H
  * fp32 values sstep bytes apart. */
 typedef struct mf_q8 {
     int mode;
+    bool even; /* mode 1: round the quotient half to even */
     uint16_t hs, ho;
 } mf_q8;
 float mf_quant_int8_row(const mf_q8 *q, const char *x, int64_t xstep, int xdtype, const char *smooth, int64_t sstep,

@@ -11,23 +11,23 @@
 static inline float clamp8(float q) {
     /* quiet comparisons (no FP exception on NaN), which the vectoriser can
      * turn into selects */
-    float c = __builtin_isunordered(q, q) ? 0.0f : q;
-    c = __builtin_isgreater(c, 127.0f) ? 127.0f : c;
-    return __builtin_isless(c, -128.0f) ? -128.0f : c;
+    float c = q == q ? q : 0.0f;
+    c = c > 127.0f ? 127.0f : c;
+    return c < -128.0f ? -128.0f : c;
 }
 /* half to even: adding and removing 2^23 rounds |c| in the current
  * (nearest-even) mode; no -ffast-math, so the pair is not folded */
 static inline int8_t even8(float q) {
     const float c = clamp8(q);
     const float a = (fabsf(c) + 0x1p23f) - 0x1p23f;
-    return (int8_t)(int)(__builtin_isless(c, 0.0f) ? -a : a);
+    return (int8_t)(int)(c < 0.0f ? -a : a);
 }
 /* half away from zero: truncate, then step by the exact remainder */
 static inline int8_t away8(float q) {
     const float c = clamp8(q);
     const int i = (int)c;
     const float f = c - (float)i;
-    return (int8_t)(i + __builtin_isgreaterequal(f, 0.5f) - __builtin_islessequal(f, -0.5f));
+    return (int8_t)(i + (f >= 0.5f) - (f <= -0.5f));
 }
 
 float mf_quant_int8_row(const mf_q8 *q, const char *x, int64_t xstep, int xdtype, const char *smooth, int64_t sstep,
@@ -63,11 +63,11 @@ float mf_quant_int8_row(const mf_q8 *q, const char *x, int64_t xstep, int xdtype
         for (; j + 8 <= n; j += 8) /* eight lanes: max is exact, so any order gives the same bits */
             for (int l = 0; l < 8; l++) {
                 const float a = fabsf(v[j + l]);
-                lane[l] = __builtin_isgreater(a, lane[l]) ? a : lane[l]; /* NaN never wins */
+                lane[l] = a > lane[l] ? a : lane[l]; /* NaN never wins */
             }
         for (; j < n; j++) {
             const float a = fabsf(v[j]);
-            lane[0] = __builtin_isgreater(a, lane[0]) ? a : lane[0];
+            lane[0] = a > lane[0] ? a : lane[0];
         }
     }
     for (int l = 0; l < 8; l++) mx = __builtin_isgreater(lane[l], mx) ? lane[l] : mx;

@@ -123,8 +123,11 @@ static int check_groups(const mf_fwd_kernels *fk) {
             j0 += n;
         }
         if (memcmp(o1, o2, H * es) != 0) {
-            fprintf(stderr, "%s: grouped token differs from the scalar table (dt %d, H %lld, K %lld, split %lld)\n",
-                    fk->isa, dt, (long long)H, (long long)K, (long long)split);
+            int64_t e = 0;
+            while (memcmp(o1 + e * es, o2 + e * es, es) == 0) e++;
+            fprintf(stderr, "%s: grouped token differs from the scalar table (dt %d, H %lld, K %lld, split %lld): "
+                    "element %lld is %.9g, the scalar table's %.9g\n", fk->isa, dt, (long long)H, (long long)K,
+                    (long long)split, (long long)e, fr_decode(dt, o2, e), fr_decode(dt, o1, e));
             fails++;
         }
         free(rows), free(o1), free(o2), free(acc);

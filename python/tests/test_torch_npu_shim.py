@@ -236,8 +236,13 @@ class TorchNpu(unittest.TestCase):
         x = torch.randn(3, 4)
         for args, kw in (((), {}), ((0,), {}), (("npu",), {}), (("npu:0",), {}), ((), {"non_blocking": True}),
                          ((None,), {})):
-            self.assertIs(x.npu(*args, **kw), x, (args, kw))
-            self.assertIs(torch.Tensor.npu(x, *args, **kw), x)
+            for y in (x.npu(*args, **kw), torch.Tensor.npu(x, *args, **kw)):
+                self.assertIsNot(y, x, (args, kw))  # a copy, as the host-to-NPU move gives
+                self.assertTrue(torch.equal(y, x))
+                self.assertNotEqual(y.data_ptr(), x.data_ptr())
+        w = torch.randn(3, 4, requires_grad=True)
+        (w.npu() * 2).sum().backward()  # the gradient reaches the host tensor
+        self.assertTrue(torch.equal(w.grad, torch.full((3, 4), 2.0)))
         y = torch.randn(2, 3, 4, 5).npu(memory_format=torch.channels_last)
         self.assertTrue(y.is_contiguous(memory_format=torch.channels_last))
         with self.assertRaises(ValueError):
@@ -245,6 +250,16 @@ class TorchNpu(unittest.TestCase):
         m = torch.nn.Linear(2, 2)
         self.assertIs(m.npu(), m)
         self.assertEqual(m.weight.device.type, "cpu")
+
+    def test_config(self):
+        """op-plugin's SwiGlu tests set torch.npu.config.allow_internal_format at import."""
+        self.assertFalse(torch.npu.config.allow_internal_format)
+        torch.npu.config.allow_internal_format = True
+        try:
+            self.assertTrue(torch.npu.config.allow_internal_format)
+        finally:
+            torch.npu.config.allow_internal_format = False
+        self.assertTrue(hasattr(torch.npu, "config"))
 
     def test_format_cast(self):
         x = torch.randn(4, 4)

@@ -6,7 +6,7 @@ Switched on with `source <prefix>/set_env.sh --torch-npu` (or `source <prefix>/b
   looked up when asked for, so functions added to moefr.torch_npu appear here without a change;
 - installs torch.npu (also torch_npu.npu and `import torch.npu`): a CPU stand-in for the device, stream
   and event calls (torch_npu/npu/__init__.py lists them);
-- adds Tensor.npu() and nn.Module.npu(), which return the CPU tensor / module itself, and
+- adds Tensor.npu() (a CPU copy, as the move to the NPU) and nn.Module.npu() (the module itself), and
   npu_format_cast / npu_format_cast_ (identity: CPU tensors have no NPU storage format).
 Anything else raises MoefrNotProvidedError, an AttributeError and a NotImplementedError naming the
 function, so `hasattr(torch_npu, "npu_moe_distribute_dispatch")` is False. README.md next to this

@@ -246,6 +246,20 @@ class Event:
         return "<torch.npu.Event (moefr CPU) %s>" % ("recorded" if self._time is not None else "not recorded")
 
 
+class _Config:
+    """torch.npu.config: allow_internal_format (NPU private formats; CPU tensors are always ND, so
+    it changes nothing here) is read and set as on the NPU."""
+
+    def __init__(self):
+        self.allow_internal_format = False
+
+    def __repr__(self):
+        return "<torch.npu.config (moefr CPU) allow_internal_format=%r>" % self.allow_internal_format
+
+
+config = _Config()
+
+
 def __getattr__(name):
     raise MoefrNotProvidedError("torch.npu." + name)
 
@@ -253,11 +267,11 @@ def __getattr__(name):
 # ---- installed into torch ----
 
 def _tensor_npu(self, device=None, non_blocking=False, memory_format=torch.preserve_format):
-    """Tensor.npu() on CPU: the tensor itself (as Tensor.cuda() for a tensor already on its device)."""
+    """Tensor.npu() on CPU: a copy, as the move from the host to the NPU gives (gradients flow back
+    to the original; writing one leaves the other; code comparing its "cpu" and "npu" results then
+    compares two tensors, not one with itself)."""
     _device_index(device)
-    if memory_format is torch.preserve_format:
-        return self
-    return self.contiguous(memory_format=memory_format)
+    return self.clone(memory_format=memory_format)
 
 
 def _module_npu(self, device=None):

@@ -325,6 +325,49 @@ static void no_split_case(void) {
     }
 }
 
+/* groupType 0 with one x per group and one out (splitItem 2): each group has its own K, the
+ * groups share N (op-plugin's test_npu_grouped_matmul_2 passes K 256, 256, 1024); out holds the
+ * groups' rows one after another. */
+static void x_list_case(void) {
+    const int dt = pick_dt();
+    const int n = (int)tu_int(2, 4);
+    const bool has_bias = tu_chance(50);
+    const int bdt = bias_dt(dt);
+    const int64_t N = tu_int(1, 40);
+    mat x[4], w[4], b[4];
+    aclTensor *xt[4], *wt[4], *bt[4];
+    int64_t K[4], r0[5] = {0};
+    for (int i = 0; i < n; i++) {
+        K[i] = tu_int(1, 60);
+        const int64_t xd[2] = {tu_int(0, 25), K[i]}, wd[2] = {K[i], N}, bd[1] = {N};
+        r0[i + 1] = r0[i] + xd[0];
+        x[i] = mat_new(dt, 2, xd, 0, 1.0);
+        w[i] = mat_new(dt, 2, wd, 0, 1.0);
+        if (has_bias) b[i] = mat_new(bdt, 1, bd, 0, 1.0);
+        xt[i] = dupm(&x[i]), wt[i] = dupm(&w[i]), bt[i] = has_bias ? dupm(&b[i]) : NULL;
+    }
+    const int64_t yd[2] = {r0[n], N};
+    outm y = out_new(dt, 2, yd);
+    aclTensor *yt = dupo(&y);
+    aclTensorList *lx = list_of(xt, n), *lw = list_of(wt, n), *ly = list1(yt), *lb = has_bias ? list_of(bt, n) : NULL;
+    aclnnStatus rc = run_v4(lx, lw, lb, NULL, 2, 0, 0, ly);
+    g_cases++;
+    CHECK(rc == ACLNN_SUCCESS, "x list, K per group (%s, %d groups): %d %s", dtname(dt), n, rc, tu_msg());
+    for (int i = 0; rc == ACLNN_SUCCESS && r0[n] > 0 && i < n; i++)
+        if (check_block("x list, K per group", &y, 0, r0[i], r0[i + 1], N, x[i].v, K[i], 1, w[i].v, N, 1, K[i],
+                        has_bias ? b[i].v : NULL))
+            break;
+    CHECK(tu_guard_ok(y.buf, (size_t)y.n * fr_size(dt)), "x list, K per group: wrote past out");
+    if (g_hash) digest(&y);
+    aclDestroyTensorList(lx), aclDestroyTensorList(lw), aclDestroyTensorList(ly);
+    if (lb) aclDestroyTensorList(lb);
+    for (int i = 0; i < n; i++) {
+        mat_free(&x[i]), mat_free(&w[i]);
+        if (has_bias) mat_free(&b[i]);
+    }
+    out_free(&y);
+}
+
 /* CANN's example (examples/test_aclnn_grouped_matmul.cpp, docs V4): fp16 x (512, 256), weight
  * (2, 256, 256), bias (2, 256), groupList {256, 512}, splitItem 3, groupType 0 - with zeros as
  * there (all-zero result), then the same shapes with random values through V3, V4 and V5. */
@@ -577,6 +620,7 @@ int main(int argc, char **argv) {
         m_split_case(i % 2 == 1);
         k_split_case();
         no_split_case();
+        x_list_case();
         if (i % 4 == 0) v1_v2_case(1 + (i / 4) % 2);
         if (g_hash) printf("gmm problem %d %016llx\n", i, (unsigned long long)g_digest);
     }

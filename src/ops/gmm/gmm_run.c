@@ -312,7 +312,7 @@ aclnnStatus mf_gmm_run(const void *plan, const aclTensor *const *t, void *worksp
         for (int64_t i = 0; i < p->E; i++) {
             gmm_group *q = &g[i];
             q->m = ends[i + 1] - ends[i];
-            q->k = p->K;
+            q->k = p->nx > 1 ? gmm_x(p, (int)i)->dims[1] : p->K; /* one x per group: its own K */
             q->n = p->N;
             q->a = p->nx == 1 ? mat_of(x0, ends[i], 0) : mat_of(gmm_x(p, (int)i), 0, 0);
             q->b = w0->ndim == 3 ? mat_slice(w0, i, 0, 0) : mat_of(gmm_w(p, (int)i), 0, 0);

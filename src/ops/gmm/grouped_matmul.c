@@ -327,6 +327,7 @@ static aclnnStatus gmm_phase1(const gmm_call *c, gmm_plan *p) {
         for (uint64_t i = 0; i < nx; i++) MF_TRY(rank_is(op, "x", i, item(c->x, i), 2, 2));
         for (uint64_t i = 0; i < ny; i++) MF_TRY(rank_is(op, yname, i, item(c->out, i), 2, 2));
         K = x0->dims[1];
+        kmax = K;
         if (nw == 1 && w0->ndim == 3) {
             MF_TRY(rank_is(op, "weight", 0, w0, 3, 3));
             if (nx != 1 || ny != 1)
@@ -338,10 +339,14 @@ static aclnnStatus gmm_phase1(const gmm_call *c, gmm_plan *p) {
             for (uint64_t i = 0; i < nw; i++) {
                 const aclTensor *wi = item(c->weight, i);
                 MF_TRY(rank_is(op, "weight", i, wi, 2, 2));
-                if (wi->dims[0] != K || wi->dims[1] != item(c->weight, 0)->dims[1])
-                    return mf_fail(INVALID, "%s: weight[%llu] must be (%lld, %lld) like weight[0], got %s", op,
-                                   (unsigned long long)i, (long long)K, (long long)w0->dims[1],
-                                   mf_shape_str(wi, s1, sizeof s1));
+                /* one x per group: each group has its own K, the groups share N (CANN's table for
+                 * groupType 0 with a list of x; op-plugin's test_npu_grouped_matmul_2) */
+                const int64_t ki = nx > 1 && i < nx ? item(c->x, i)->dims[1] : K;
+                if (wi->dims[0] != ki || wi->dims[1] != w0->dims[1])
+                    return mf_fail(INVALID, "%s: weight[%llu] must be (%lld, %lld) (%s, weight[0]'s N), got %s", op,
+                                   (unsigned long long)i, (long long)ki, (long long)w0->dims[1],
+                                   nx > 1 ? "x[i]'s K" : "x's K", mf_shape_str(wi, s1, sizeof s1));
+                kmax = ki > kmax ? ki : kmax;
             }
             E = (int64_t)nw;
             N = w0->dims[1];
@@ -349,17 +354,11 @@ static aclnnStatus gmm_phase1(const gmm_call *c, gmm_plan *p) {
                 return mf_fail(INVALID, "%s: %llu x tensors for %llu weights", op, (unsigned long long)nx,
                                (unsigned long long)nw);
         }
-        if (a2 && (K > A2MAX || (!tw && N > A2MAX)))
-            return mf_fail(INVALID, "%s: K and N must be <= 65535 on A2/A3, got K %lld, N %lld", op, (long long)K,
+        if (a2 && (kmax > A2MAX || (!tw && N > A2MAX)))
+            return mf_fail(INVALID, "%s: K and N must be <= 65535 on A2/A3, got K %lld, N %lld", op, (long long)kmax,
                            (long long)N);
         int64_t rows = 0;
-        for (uint64_t i = 0; i < nx; i++) {
-            const aclTensor *xi = item(c->x, i);
-            if (xi->dims[1] != K)
-                return mf_fail(INVALID, "%s: x[%llu] must have %lld columns (K), got %s", op, (unsigned long long)i,
-                               (long long)K, mf_shape_str(xi, s1, sizeof s1));
-            rows += xi->dims[0];
-        }
+        for (uint64_t i = 0; i < nx; i++) rows += item(c->x, i)->dims[0]; /* each x's K: its weight's dim 0 */
         if (nx == 1) {
             if (!has_list) return mf_fail(INVALID, "%s: groupListOptional is required to split one x", op);
             if (L != E)
@@ -389,7 +388,6 @@ static aclnnStatus gmm_phase1(const gmm_call *c, gmm_plan *p) {
             mrows = 0;
             for (uint64_t i = 0; i < nx; i++) mrows = item(c->x, i)->dims[0] > mrows ? item(c->x, i)->dims[0] : mrows;
         }
-        kmax = K;
     } else { /* gt == 2 */
         if (nx != 1 || nw != 1 || ny != 1)
             return mf_fail(INVALID, "%s: groupType 2 (K split) takes one x, one weight and one %s in moefr, got %llu, "

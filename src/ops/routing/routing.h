@@ -131,11 +131,13 @@ aclnnStatus mf_route_grad_run(const char *op, const char *idx_name, const mf_rou
 /* A2/A3 bounds (moe_token_permute*_tiling.cpp): topK and the sort length. */
 #define MF_TP_MAX_TOPK 512
 #define MF_TP_SORT_LIMIT 16777215
-/* tokens as N rows of H = prod(dims[1:]): one row stride and one element
- * stride when the trailing dims collapse, else *flat = false. */
-mf_rows mf_tp_flat_rows(const aclTensor *t, bool *flat);
-/* Copies tokens in row-major view order to dst (rows of H, contiguous). */
-void mf_tp_pack_tokens(const aclTensor *t, char *dst);
+/* Phase 1 after the shape checks: r->es from tokens, *pack = tokens' rows
+ * are not one stride apart (they are then packed into the workspace at
+ * r->ws_x), and the core's layout (mf_route_layout). */
+aclnnStatus mf_tp_layout(const char *op, const aclTensor *tokens, mf_route_plan *r, bool *pack);
+/* Phase 2: tokens as rows for the gather: a view of the tensor, or with pack
+ * its rows copied in view order to ws + r->ws_x (ws: the aligned workspace). */
+mf_rows mf_tp_token_rows(const aclTensor *tokens, const mf_route_plan *r, bool pack, char *ws);
 /* A2/A3 sort keys of indices (N, K) or (N): ids in [0, 16777215) as id + 1,
  * the dtype's minimum as 0, its maximum as 16777216; any other value is
  * 161002 naming op. *max_key: the largest key. */

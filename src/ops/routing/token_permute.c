@@ -45,7 +45,7 @@ typedef struct tp_plan {
 /* tokens as N rows of H = prod(dims[1:]) elements: one row stride and one
  * element stride when the trailing dims collapse (size-1 dims aside), else
  * *flat = false. */
-mf_rows mf_tp_flat_rows(const aclTensor *t, bool *flat) {
+static mf_rows flat_rows(const aclTensor *t, bool *flat) {
     const int64_t es = (int64_t)mf_dtype_size(t->dtype);
     mf_rows v = {mf_tensor_base(t), t->ndim >= 1 ? t->dims[0] : 0, INT64_MAX, 0, 0, es};
     *flat = true;
@@ -61,7 +61,7 @@ mf_rows mf_tp_flat_rows(const aclTensor *t, bool *flat) {
 }
 
 /* Copies tokens in row-major view order to dst (rows of H, contiguous). */
-void mf_tp_pack_tokens(const aclTensor *t, char *dst) {
+static void pack_tokens(const aclTensor *t, char *dst) {
     const size_t es = mf_dtype_size(t->dtype);
     const char *base = mf_tensor_base(t);
     int64_t idx[MF_MAX_DIMS] = {0};
@@ -71,6 +71,30 @@ void mf_tp_pack_tokens(const aclTensor *t, char *dst) {
         memcpy(dst + i * (int64_t)es, base + off * (int64_t)es, es);
         for (int d = t->ndim - 1; d >= 0 && ++idx[d] == t->dims[d]; d--) idx[d] = 0;
     }
+}
+
+aclnnStatus mf_tp_layout(const char *op, const aclTensor *tokens, mf_route_plan *r, bool *pack) {
+    r->es = mf_dtype_size(tokens->dtype);
+    uint64_t used = 0;
+    bool flat;
+    (void)flat_rows(tokens, &flat);
+    *pack = !flat && r->A > 0 && r->H > 0;
+    if (*pack) {
+        int64_t bytes;
+        if (!mf_mul_ok(tokens->numel, (int64_t)r->es, &bytes) || bytes > (INT64_MAX >> 2))
+            return mf_fail(TILING, "%s: workspace to pack tokens overflows", op);
+        r->ws_x = mf_carve(&used, (uint64_t)bytes);
+    }
+    return mf_route_layout(op, r, used);
+}
+
+mf_rows mf_tp_token_rows(const aclTensor *tokens, const mf_route_plan *r, bool pack, char *ws) {
+    bool flat;
+    const mf_rows view = flat_rows(tokens, &flat);
+    if (!pack) return view;
+    pack_tokens(tokens, ws + r->ws_x);
+    const mf_rows packed = {ws + r->ws_x, r->N, INT64_MAX, 0, r->H * (int64_t)r->es, (int64_t)r->es};
+    return packed;
 }
 
 /* moe_token_permute_tiling.cpp, GetShapeAttrsInfo then CheckOutShape. */
@@ -134,18 +158,7 @@ aclnnStatus aclnnMoeTokenPermuteGetWorkspaceSize(const aclTensor *tokens, const 
     }
     if (a2) TRY(check_a2(t, numOutTokens, paddedMode, &pl.r));
     else TRY(mf_ir_check_shapes(&DEF, t, numOutTokens, 0, 0, 0, 0, false, &pl.r));
-    pl.r.es = mf_dtype_size(tokens->dtype);
-    uint64_t used = 0;
-    bool flat;
-    (void)mf_tp_flat_rows(tokens, &flat);
-    pl.pack = !flat && pl.r.A > 0 && pl.r.H > 0;
-    if (pl.pack) {
-        int64_t bytes;
-        if (!mf_mul_ok(tokens->numel, (int64_t)pl.r.es, &bytes) || bytes > (INT64_MAX >> 2))
-            return mf_fail(TILING, "%s: workspace to pack tokens overflows", OP);
-        pl.r.ws_x = mf_carve(&used, (uint64_t)bytes);
-    }
-    TRY(mf_route_layout(OP, &pl.r, used));
+    TRY(mf_tp_layout(OP, tokens, &pl.r, &pl.pack));
     return mf_op_publish(&DEF, t, 0, &pl, sizeof pl, tp_run, mf_workspace_with_slack(pl.r.ws_bytes), workspaceSize,
                          executor);
 }
@@ -187,13 +200,7 @@ static aclnnStatus tp_run(const void *plan, const aclTensor *const *t, void *wor
     /* every id is checked before anything is written */
     if (p->a2) TRY(mf_tp_read_keys_a2(OP, t[MF_IR_EIDX], p->r.N, p->r.K, key, &max_key));
     else TRY(mf_read_expert_keys(OP, "indices", t[MF_IR_EIDX], p->r.N, p->r.K, MF_SORT_KEY_MAX, key, NULL, &max_key));
-    bool flat;
-    mf_rows xv = mf_tp_flat_rows(t[MF_IR_X], &flat);
-    if (p->pack) {
-        mf_tp_pack_tokens(t[MF_IR_X], ws + p->r.ws_x);
-        const mf_rows packed = {ws + p->r.ws_x, p->r.N, INT64_MAX, 0, p->r.H * (int64_t)p->r.es, (int64_t)p->r.es};
-        xv = packed;
-    }
+    const mf_rows xv = mf_tp_token_rows(t[MF_IR_X], &p->r, p->pack, ws);
     mf_route_sorted(&p->r, max_key, NULL, &xv, mf_tensor_base(t[MF_IR_EX]), (int32_t *)mf_tensor_base(t[MF_IR_ROW]),
                     NULL, NULL, ws);
     return ACLNN_SUCCESS;

@@ -169,18 +169,7 @@ aclnnStatus aclnnMoeTokenPermuteWithEpGetWorkspaceSize(const aclTensor *tokens, 
         return mf_op_publish(&DEF, t, unused, &pl, sizeof pl, tpe_run, 0, workspaceSize, executor);
     }
     TRY(check_shapes(t, ranged, start, end, numOutTokens, paddedMode, &pl));
-    pl.r.es = mf_dtype_size(tokens->dtype);
-    uint64_t used = 0;
-    bool flat;
-    (void)mf_tp_flat_rows(tokens, &flat);
-    pl.pack = !flat && pl.r.A > 0 && pl.r.H > 0;
-    if (pl.pack) {
-        int64_t bytes;
-        if (!mf_mul_ok(tokens->numel, (int64_t)pl.r.es, &bytes) || bytes > (INT64_MAX >> 2))
-            return mf_fail(TILING, "%s: workspace to pack tokens overflows", OP);
-        pl.r.ws_x = mf_carve(&used, (uint64_t)bytes);
-    }
-    TRY(mf_route_layout(OP, &pl.r, used));
+    TRY(mf_tp_layout(OP, tokens, &pl.r, &pl.pack));
     return mf_op_publish(&DEF, t, unused, &pl, sizeof pl, tpe_run, mf_workspace_with_slack(pl.r.ws_bytes),
                          workspaceSize, executor);
 }
@@ -194,13 +183,7 @@ static aclnnStatus tpe_run(const void *plan, const aclTensor *const *t, void *wo
     int64_t max_key = 0;
     /* every id is checked before anything is written */
     TRY(mf_tp_read_keys_a2(OP, t[P_IND], p->r.N, p->r.K, key, &max_key));
-    bool flat;
-    mf_rows xv = mf_tp_flat_rows(t[P_TOK], &flat);
-    if (p->pack) {
-        mf_tp_pack_tokens(t[P_TOK], ws + p->r.ws_x);
-        const mf_rows packed = {ws + p->r.ws_x, p->r.N, INT64_MAX, 0, p->r.H * (int64_t)p->r.es, (int64_t)p->r.es};
-        xv = packed;
-    }
+    const mf_rows xv = mf_tp_token_rows(t[P_TOK], &p->r, p->pack, ws);
     char *out = mf_tensor_base(t[P_OUT]);
     mf_route_sorted(&p->r, max_key, NULL, &xv, out, (int32_t *)mf_tensor_base(t[P_SORTED]), NULL, NULL, ws);
     /* rows past the sorted rows (start > end wraps past T): the NPU leaves them; moefr writes +0.0 */

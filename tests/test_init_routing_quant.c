@@ -337,7 +337,8 @@ static q2case random_v2(int i) {
     c.K = tu_int(1, 5);
     c.H = tu_chance(20) ? tu_int(0, 3) : tu_int(1, 70);
     if (i == 0) c.N = 300, c.K = 4, c.H = 700; /* past the parallel thresholds */
-    if (i == 1) c.H = 1029;                    /* more than two tiles of 512 */
+    if (i == 1 || i == 2) /* rows of more than two tiles of 4096 (quant_int8.c), and of just over one */
+        c.N = tu_int(1, 6), c.H = i == 1 ? 2 * 4096 + 5 : 4096 + 13;
     c.E = tu_int(1, 12);
     c.mode = tu_chance(35);
     c.C = c.mode ? tu_int(1, c.N > 0 ? c.N : 1) : tu_int(0, 3);

@@ -3,7 +3,13 @@
 
 #include <math.h>
 
-#define TILE 512
+#define TILE 4096 /* fp32 elements widened at a time (16 KiB on the stack, twice) */
+
+/* the generic four-lane loops (quant_int8_avx2.c builds the eight-lane ones) */
+#define GT_W 4
+#define Q8_ABSMAX mf_q8_absmax_generic
+#define Q8_QUANT mf_q8_quant_generic
+#include "ops/routing/quant_int8_core.h"
 
 /* The two roundings to int8 with saturation, NaN -> 0, written as selects
  * and conversions (no branches, no libm calls) so the loops vectorise.
@@ -30,6 +36,36 @@ static inline int8_t away8(float q) {
     return (int8_t)(i + (f >= 0.5f) - (f <= -0.5f));
 }
 
+/* max(m, |a|); NaN never wins */
+static inline float absmax1(float a, float m) {
+    const float f = fabsf(a);
+    return f > m ? f : m;
+}
+
+/* n elements of x (and smooth) widened to fp32 into v, times smooth when given */
+static void widen_tile(const char *x, int64_t xstep, int xdtype, const char *smooth, int64_t sstep, int64_t n,
+                       float *v, float *sm) {
+    mf_widen_f32(x, xstep, xdtype, n, v, 1);
+    if (smooth) {
+        mf_widen_f32(smooth, sstep, ACL_FLOAT, n, sm, 1);
+        for (int64_t j = 0; j < n; j++) v[j] *= sm[j];
+    }
+}
+
+/* the dynamic mode's two vector loops, per kernel path (quant_int8_core.h) */
+typedef struct q8_loops {
+    int64_t (*absmax)(const float *v, int64_t n, float *m);
+    int64_t (*quant)(const float *v, int64_t n, float s, bool even, int8_t *out);
+} q8_loops;
+static const q8_loops *q8_pick(void) {
+    static const q8_loops generic = {mf_q8_absmax_generic, mf_q8_quant_generic};
+#if defined(MOEFR_X86_KERNELS)
+    static const q8_loops avx2 = {mf_q8_absmax_avx2, mf_q8_quant_avx2};
+    if (strncmp(mf_kernels()->isa, "avx", 3) == 0) return &avx2; /* avx2, avx512: the same bytes */
+#endif
+    return &generic;
+}
+
 float mf_quant_int8_row(const mf_q8 *q, const char *x, int64_t xstep, int xdtype, const char *smooth, int64_t sstep,
                         int64_t H, int8_t *out) {
     float v[TILE], sm[TILE];
@@ -50,44 +86,34 @@ float mf_quant_int8_row(const mf_q8 *q, const char *x, int64_t xstep, int xdtype
         }
         return 0.0f;
     }
-    /* dynamic: the max pass, then the quantising pass over the same values */
-    float mx = 0.0f, lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int64_t h0 = 0; h0 < H; h0 += TILE) {
+    /* dynamic: the max pass, then the quantising pass over the same values;
+     * whole vectors in the kernel path's loops, the tail here */
+    const q8_loops *k = q8_pick();
+    float mx = 0.0f;
+    const bool direct = xdtype == ACL_FLOAT && xstep == 4 && smooth == NULL; /* read x in place */
+    const bool kept = !direct && H <= TILE; /* one widening serves both passes */
+    for (int64_t h0 = 0; h0 < H && !direct; h0 += TILE) {
         const int64_t n = H - h0 < TILE ? H - h0 : TILE;
-        mf_widen_f32(x + h0 * xstep, xstep, xdtype, n, v, 1);
-        if (smooth) {
-            mf_widen_f32(smooth + h0 * sstep, sstep, ACL_FLOAT, n, sm, 1);
-            for (int64_t j = 0; j < n; j++) v[j] *= sm[j];
-        }
-        int64_t j = 0;
-        for (; j + 8 <= n; j += 8) /* eight lanes: max is exact, so any order gives the same bits */
-            for (int l = 0; l < 8; l++) {
-                const float a = fabsf(v[j + l]);
-                lane[l] = a > lane[l] ? a : lane[l]; /* NaN never wins */
-            }
-        for (; j < n; j++) {
-            const float a = fabsf(v[j]);
-            lane[0] = a > lane[0] ? a : lane[0];
-        }
+        widen_tile(x + h0 * xstep, xstep, xdtype, smooth ? smooth + h0 * sstep : NULL, sstep, n, v, sm);
+        for (int64_t j = k->absmax(v, n, &mx); j < n; j++) mx = absmax1(v[j], mx);
     }
-    for (int l = 0; l < 8; l++) mx = __builtin_isgreater(lane[l], mx) ? lane[l] : mx;
+    if (direct) {
+        const float *xv = (const float *)(const void *)x;
+        for (int64_t j = k->absmax(xv, H, &mx); j < H; j++) mx = absmax1(xv[j], mx);
+    }
     const float s = mx / 127.0f;
     for (int64_t h0 = 0; h0 < H; h0 += TILE) {
-        const int64_t n = H - h0 < TILE ? H - h0 : TILE;
-        mf_widen_f32(x + h0 * xstep, xstep, xdtype, n, v, 1);
-        if (smooth) {
-            mf_widen_f32(smooth + h0 * sstep, sstep, ACL_FLOAT, n, sm, 1);
-            for (int64_t j = 0; j < n; j++) v[j] *= sm[j];
-        }
+        const int64_t n = direct ? H : H - h0 < TILE ? H - h0 : TILE;
+        const float *w = v;
+        if (direct) w = (const float *)(const void *)x;
+        else if (!kept) widen_tile(x + h0 * xstep, xstep, xdtype, smooth ? smooth + h0 * sstep : NULL, sstep, n, v, sm);
         /* CANN narrows v / s to fp16 toward zero, then rounds half away:
          * every n + 0.5 with |n + 0.5| < 1024 is an fp16 value, so the
          * truncation never crosses one, and past 1024 both saturate; one
          * rounding gives the same int8 */
-        for (int64_t j = 0; j < n; j++) v[j] /= s;
-        if (q->even)
-            for (int64_t j = 0; j < n; j++) out[h0 + j] = even8(v[j]);
-        else
-            for (int64_t j = 0; j < n; j++) out[h0 + j] = away8(v[j]);
+        for (int64_t j = k->quant(w, n, s, q->even, out + h0); j < n; j++)
+            out[h0 + j] = q->even ? even8(w[j] / s) : away8(w[j] / s);
+        if (direct) break;
     }
     return s;
 }

@@ -23,4 +23,13 @@ typedef struct mf_q8 {
 float mf_quant_int8_row(const mf_q8 *q, const char *x, int64_t xstep, int xdtype, const char *smooth, int64_t sstep,
                         int64_t H, int8_t *out);
 
+/* quant_int8_core.h's loops, per width: whole vectors of v[0..n), returning
+ * how many elements they did */
+int64_t mf_q8_absmax_generic(const float *v, int64_t n, float *m);
+int64_t mf_q8_quant_generic(const float *v, int64_t n, float s, bool even, int8_t *out);
+#if defined(MOEFR_X86_KERNELS)
+int64_t mf_q8_absmax_avx2(const float *v, int64_t n, float *m);
+int64_t mf_q8_quant_avx2(const float *v, int64_t n, float s, bool even, int8_t *out);
+#endif
+
 #endif /* MOEFR_OPS_ROUTING_QUANT_INT8_H_ */

@@ -494,7 +494,8 @@ int main(void) {
     error_cases();
     for (int it = 0; it < 120; it++) {
         const aclDataType dt = DTS[tu_below(3)], mt = tu_chance(50) ? ACL_BOOL : ACL_INT8;
-        const int64_t N = tu_int(1, 37), E = tu_int(1, 19), K = tu_int(1, E < 6 ? E : 6), H = tu_int(1, 41);
+        const int64_t N = tu_int(1, 37), E = tu_int(1, 19), K = tu_int(1, E < 6 ? E : tu_chance(25) ? E : 6),
+                      H = tu_int(1, 41); /* K up to 19: more than one group of 8 rows (routing_map.c RM_NR) */
         const int pad = tu_chance(40), probs = tu_chance(60), strided = tu_chance(40);
         switch (it % 4) {
         case 0: permute_case(dt, mt, N, E, K, H, pad, probs, strided, pad ? tu_int(1, N) : 0); break;
@@ -507,6 +508,9 @@ int main(void) {
     permute_case(ACL_BF16, ACL_BOOL, 2049, 33, 5, 67, 0, 1, 0, 0);
     permute_case(ACL_FLOAT, ACL_INT8, 1501, 16, 1, 129, 1, 1, 1, 700);
     unpermute_case(ACL_FLOAT16, ACL_BOOL, 1023, 24, 3, 130, 0, 1, 0);
+    /* every expert for each token: three groups of rows, rows past one tile of 512 with a tail */
+    unpermute_case(ACL_BF16, ACL_INT8, 40, 19, 19, 531, 0, 1, 0);
+    unpermute_case(ACL_FLOAT, ACL_BOOL, 33, 17, 17, 517, 0, 0, 0);
     printf("test_routing_map: %d cases, %d checks, %d failures\n", g_cases, g_checks, g_fail);
     return g_fail != 0;
 }

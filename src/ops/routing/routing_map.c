@@ -466,17 +466,25 @@ typedef struct up_plan {
 
 /* the unpermute's fused row loop (routing_map_acc.h): the generic build here, an
  * eight-lane one in routing_map_avx2.c (AVX2 without FMA: the same operations, the same bits) */
+#define GT_W 4
 #define RM_ACC mf_rm_acc_generic
+#define RM_SUM mf_rm_sum_generic
 #include "ops/routing/routing_map_acc.h"
 #undef RM_ACC
+#undef RM_SUM
 #if defined(MOEFR_X86_KERNELS)
 void mf_rm_acc_avx2(float *acc, const char *row, int64_t s, int dtype, int64_t n, float pv, bool first, bool scale);
+void mf_rm_sum_avx2(float *acc, const char *const *rows, const float *pv, int nr, int dtype, int64_t n, bool first,
+                    bool scale);
 #endif
 typedef void (*rm_acc_fn)(float *, const char *, int64_t, int, int64_t, float, bool, bool);
+typedef void (*rm_sum_fn)(float *, const char *const *, const float *, int, int, int64_t, bool, bool);
+#define RM_NR 8 /* rows one RM_SUM call takes */
 
 typedef struct up_ctx {
     const up_plan *p;
     rm_acc_fn acc;
+    rm_sum_fn sum; /* NULL: term by term (FLOAT16, or strided rows) */
     rm_mat x;
     const int32_t *idx;
     const float *pr; /* NULL without probs */
@@ -491,11 +499,26 @@ static void up_tokens(void *vc, int64_t r0, int64_t r1) {
         for (int64_t h0 = 0; h0 < H; h0 += RM_TILE) {
             const int64_t n = H - h0 < RM_TILE ? H - h0 : RM_TILE;
             bool first = true;
+            const char *rows[RM_NR];
+            float pvs[RM_NR];
+            int nr = 0;
             for (int64_t k = 0; k < K; k++) {
                 const int32_t d = c->idx[r * K + k];
                 const float pv = c->pr ? c->pr[r * K + k] : 1.0f;
                 if (d < 0 || d >= p->M || (c->pr && pv == 0.0f)) continue; /* CANN's kernel skips these terms */
-                c->acc(acc, rm_at(&c->x, d, h0), c->x.s1, p->dtype, n, pv, first, c->pr != NULL);
+                if (c->sum == NULL) {
+                    c->acc(acc, rm_at(&c->x, d, h0), c->x.s1, p->dtype, n, pv, first, c->pr != NULL);
+                    first = false;
+                    continue;
+                }
+                rows[nr] = rm_at(&c->x, d, h0), pvs[nr++] = pv;
+                if (nr == RM_NR) {
+                    c->sum(acc, rows, pvs, nr, p->dtype, n, first, c->pr != NULL);
+                    first = false, nr = 0;
+                }
+            }
+            if (nr > 0) {
+                c->sum(acc, rows, pvs, nr, p->dtype, n, first, c->pr != NULL);
                 first = false;
             }
             char *o = c->out + (r * H + h0) * es;
@@ -537,9 +560,15 @@ static aclnnStatus up_run(const void *plan, const aclTensor *const *t, void *wor
                         q++;
                     }
         }
-        up_ctx c = {p, mf_rm_acc_generic, rm_mat_of(t[U_X]), idx, p->probs ? pv : NULL, mf_tensor_base(t[U_OUT])};
+        up_ctx c = {p,   mf_rm_acc_generic, NULL, rm_mat_of(t[U_X]), idx, p->probs ? pv : NULL,
+                    mf_tensor_base(t[U_OUT])};
+        const bool dense = c.x.s1 == es && p->dtype != ACL_FLOAT16; /* whole vectors of FLOAT or BF16 */
+        if (dense) c.sum = mf_rm_sum_generic;
 #if defined(MOEFR_X86_KERNELS)
-        if (strncmp(mf_kernels()->isa, "avx", 3) == 0) c.acc = mf_rm_acc_avx2; /* avx2, avx512: same bits */
+        if (strncmp(mf_kernels()->isa, "avx", 3) == 0) { /* avx2, avx512: same bits */
+            c.acc = mf_rm_acc_avx2;
+            if (dense) c.sum = mf_rm_sum_avx2;
+        }
 #endif
         const int64_t per = p->H * es * (p->K + 1) + 1;
         mf_parallel_for(p->N, up_tokens, &c, (256 * 1024) / per + 1);

@@ -9,6 +9,10 @@
 #include "ops/gv.h"
 #include "ops/routing/quant_int8.h"
 
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "q8_round_store takes each lane's first byte as its low byte (little endian)"
+#endif
+
 /* the blocks' k loops as straight code (GCC keeps them loops at -O2) */
 #define Q8_UNROLL4 _Pragma("GCC unroll 4")
 

@@ -18,14 +18,14 @@ static size_t esz(aclDataType dt) {
     switch (dt) {
     case ACL_FLOAT: case ACL_INT32: return 4;
     case ACL_INT64: return 8;
-    case ACL_INT8: return 1;
+    case ACL_INT8: case ACL_FLOAT8_E5M2: case ACL_FLOAT8_E4M3FN: case ACL_FLOAT8_E8M0: return 1;
     default: return 2;
     }
 }
 
 /* One problem: tokens (A, H), counts (N, E), optional scales (1-D (A) or 2-D (A, SW)). */
 typedef struct prob {
-    aclDataType tdt, cdt;
+    aclDataType tdt, cdt, sdt; /* sdt: the scales' dtype (FLOAT, or FLOAT8_E8M0 with FLOAT8 tokens) */
     int64_t A, H, N, E, SW; /* SW 0: no scales; scale rank in srank */
     int srank;
     int idx_type;
@@ -38,7 +38,8 @@ static void oracle(const prob *p, unsigned char *ptok, unsigned char *pscl, int3
     const size_t es = esz(p->tdt), rb = (size_t)p->H * es;
     const int64_t N = p->N, E = p->E;
     memset(ptok, 0, (size_t)p->A * rb);
-    if (pscl) memset(pscl, 0, (size_t)(p->A * p->SW) * 4);
+    const size_t ses = esz(p->sdt);
+    if (pscl) memset(pscl, 0, (size_t)(p->A * p->SW) * ses);
     memset(idx, 0, (size_t)p->A * 4);
     for (int64_t e = 0; e < E; e++) {
         enu[e] = 0;
@@ -55,7 +56,7 @@ static void oracle(const prob *p, unsigned char *ptok, unsigned char *pscl, int3
                     for (int64_t rr = 0; rr < N; rr++) dof += p->cnt[rr * E + ee];
                 for (int64_t rr = 0; rr < r; rr++) dof += p->cnt[rr * E + e];
                 memcpy(ptok + dof * (int64_t)rb, p->tok + so * (int64_t)rb, rb);
-                if (pscl) memcpy(pscl + dof * p->SW * 4, p->scl + so * p->SW * 4, (size_t)p->SW * 4);
+                if (pscl) memcpy(pscl + dof * p->SW * (int64_t)ses, p->scl + so * p->SW * (int64_t)ses, (size_t)p->SW * ses);
                 if (p->idx_type == 0) idx[dof] = (int32_t)so;
                 else idx[so] = (int32_t)dof;
             }
@@ -78,7 +79,7 @@ typedef struct outs {
 
 static void outs_make(outs *o, const prob *p) {
     o->btok = (size_t)(p->A * p->H) * esz(p->tdt);
-    o->bscl = (size_t)(p->A * (p->SW ? p->SW : 1)) * 4;
+    o->bscl = (size_t)(p->A * (p->SW ? p->SW : 1)) * esz(p->sdt);
     o->bidx = (size_t)p->A * 4;
     o->benu = (size_t)p->E * esz(p->cdt);
     o->ptok = tu_poisoned(o->btok);
@@ -86,8 +87,8 @@ static void outs_make(outs *o, const prob *p) {
     o->idx = tu_poisoned(o->bidx);
     o->enu = tu_poisoned(o->benu);
     o->t_ptok = tu_mk(2, p->A, p->H, 0, p->tdt, o->ptok);
-    if (p->SW && p->srank == 2) o->t_pscl = tu_mk(2, p->A, p->SW, 0, ACL_FLOAT, o->pscl);
-    else o->t_pscl = tu_mk(1, p->A, 0, 0, ACL_FLOAT, o->pscl);
+    if (p->SW && p->srank == 2) o->t_pscl = tu_mk(2, p->A, p->SW, 0, p->sdt, o->pscl);
+    else o->t_pscl = tu_mk(1, p->A, 0, 0, p->sdt, o->pscl);
     o->t_idx = tu_mk(1, p->A, 0, 0, ACL_INT32, o->idx);
     o->t_enu = tu_mk(1, p->E, 0, 0, p->cdt, o->enu);
 }
@@ -134,13 +135,13 @@ static void check_case(prob *p, int strided, const char *what) {
     tu_owned vt = view_of(p->tok, 2, p->A, p->H, p->tdt, strided);
     tu_owned vc = view_of(cd, 2, p->N, p->E, p->cdt, strided && tu_chance(50));
     tu_owned vs = {NULL, NULL};
-    if (p->SW) vs = view_of(p->scl, p->srank, p->A, p->SW, ACL_FLOAT, strided && tu_chance(50));
+    if (p->SW) vs = view_of(p->scl, p->srank, p->A, p->SW, p->sdt, strided && tu_chance(50));
     outs o;
     outs_make(&o, p);
     aclnnStatus rc = run(p, vt.t, vc.t, vs.t, 1, p->idx_type, &o);
     CHECK(rc == ACLNN_SUCCESS, "%s: status %d (%s)", what, (int)rc, tu_msg());
     if (rc == ACLNN_SUCCESS) {
-        unsigned char *etok = malloc(o.btok + 1), *escl = malloc((size_t)(p->A * (p->SW ? p->SW : 1)) * 4 + 4);
+        unsigned char *etok = malloc(o.btok + 1), *escl = malloc(o.bscl + 4);
         int32_t *eidx = malloc((size_t)p->A * 4 + 4);
         int64_t *enu = malloc((size_t)p->E * 8 + 8);
         oracle(p, etok, p->SW ? escl : NULL, eidx, enu);
@@ -186,18 +187,21 @@ static void random_counts(int64_t *c, int64_t N, int64_t E, int64_t S) {
 }
 
 static void random_cases(int n) {
-    static const aclDataType TDT[] = {ACL_FLOAT16, ACL_BF16, ACL_INT8};
+    /* Ascend 950's table adds FLOAT8 tokens (bytes moved as they are) with FLOAT8_E8M0 scales */
+    static const aclDataType TDT[] = {ACL_FLOAT16, ACL_BF16, ACL_INT8, ACL_FLOAT8_E5M2, ACL_FLOAT8_E4M3FN};
     for (int it = 0; it < n; it++) {
         prob p;
         memset(&p, 0, sizeof p);
-        p.tdt = TDT[tu_below(3)];
+        p.tdt = TDT[tu_below(A2 ? 3 : 5)];
+        const bool fp8 = p.tdt == ACL_FLOAT8_E5M2 || p.tdt == ACL_FLOAT8_E4M3FN;
+        p.sdt = fp8 ? ACL_FLOAT8_E8M0 : ACL_FLOAT;
         p.cdt = tu_chance(50) ? ACL_INT32 : ACL_INT64;
         p.A = tu_chance(10) ? 0 : tu_int(1, it % 7 == 0 ? 3000 : 90);
         p.H = tu_int(1, it % 7 == 0 ? 160 : 70);
         p.N = tu_int(1, 9);
         p.E = tu_int(1, 9);
         p.idx_type = A2 ? 0 : (int)tu_below(2);
-        const int sk = (int)tu_below(A2 ? 3 : 3);
+        const int sk = fp8 ? 1 + (int)tu_below(2) : (int)tu_below(3); /* FLOAT8 tokens need their scales */
         if (sk == 1) p.SW = 1, p.srank = 1;
         else if (sk == 2) p.SW = tu_int(1, 5), p.srank = 2;
         if (A2 && p.srank == 2) p.SW = 1; /* A2/A3 moves one element per token; a width-1 2-D view agrees */
@@ -206,10 +210,11 @@ static void random_cases(int n) {
         random_counts(p.cnt, p.N, p.E, S);
         p.tok = malloc((size_t)(p.A * p.H) * esz(p.tdt) + 1);
         fill_bytes(p.tok, (size_t)(p.A * p.H) * esz(p.tdt));
-        p.scl = malloc((size_t)(p.A * (p.SW ? p.SW : 1)) * 4 + 4);
-        fill_bytes(p.scl, (size_t)(p.A * (p.SW ? p.SW : 1)) * 4);
+        p.scl = malloc((size_t)(p.A * (p.SW ? p.SW : 1)) * esz(p.sdt) + 4);
+        fill_bytes(p.scl, (size_t)(p.A * (p.SW ? p.SW : 1)) * esz(p.sdt));
         char what[160];
-        snprintf(what, sizeof what, "random %d (A %lld H %lld N %lld E %lld S %lld SW %lld idx %d)", it,
+        snprintf(what, sizeof what, "random %d (tokens %s, A %lld H %lld N %lld E %lld S %lld SW %lld idx %d)", it,
+                 fp8 ? (p.tdt == ACL_FLOAT8_E5M2 ? "FLOAT8_E5M2" : "FLOAT8_E4M3FN") : "16/8-bit",
                  (long long)p.A, (long long)p.H, (long long)p.N, (long long)p.E, (long long)S, (long long)p.SW,
                  p.idx_type);
         check_case(&p, tu_chance(40), what);
@@ -224,7 +229,7 @@ static void hand_case(int scatter) {
     int32_t c32[6] = {1, 1, 1, 1, 1, 1};
     uint16_t tok[12];
     for (int i = 0; i < 12; i++) tok[i] = (uint16_t)(0x3c00 + i); /* row i = {2i, 2i+1} */
-    prob p = {ACL_FLOAT16, ACL_INT32, 6, 2, 2, 3, 0, 0, scatter, cnt, (unsigned char *)tok, NULL};
+    prob p = {ACL_FLOAT16, ACL_INT32, ACL_FLOAT, 6, 2, 2, 3, 0, 0, scatter, cnt, (unsigned char *)tok, NULL};
     aclTensor *tt = tu_mk(2, 6, 2, 0, ACL_FLOAT16, tok), *tc = tu_mk(2, 2, 3, 0, ACL_INT32, c32);
     outs o;
     outs_make(&o, &p);
@@ -306,8 +311,18 @@ static void phase1_errors(void) {
         P1(GWS(tok0, cnt, scl, 1, 0, pt0, ps, pi, pe), ACLNN_ERR_INNER_TILING_ERROR, "dim1 > 0");
         P1(GWS(tok, cnt0, scl, 1, 0, pt, ps, pi, pe), ACLNN_ERR_INNER_TILING_ERROR, "both dims > 0");
     }
+    /* FLOAT8 tokens: Ascend 950 only, and only with FLOAT8_E8M0 scales */
+    aclTensor *t8 = tu_mk(2, 8, 4, 0, ACL_FLOAT8_E4M3FN, buf), *p8 = tu_mk(2, 8, 4, 0, ACL_FLOAT8_E4M3FN, buf),
+              *s8 = tu_mk(1, 8, 0, 0, ACL_FLOAT8_E8M0, buf), *ps8 = tu_mk(1, 8, 0, 0, ACL_FLOAT8_E8M0, buf);
+    if (A2) {
+        P1(GWS(t8, cnt, s8, 1, 0, p8, ps8, pi, pe), ACLNN_ERR_PARAM_INVALID, "tokens");
+    } else {
+        P1(GWS(t8, cnt, s8, 1, 0, p8, ps8, pi, pe), ACLNN_SUCCESS, "");
+        P1(GWS(t8, cnt, NULL, 1, 0, p8, ps8, pi, pe), ACLNN_ERR_INNER_TILING_ERROR, "FLOAT8_E8M0");
+        P1(GWS(t8, cnt, scl, 1, 0, p8, ps, pi, pe), ACLNN_ERR_PARAM_INVALID, "");
+    }
     aclTensor *all[] = {tok, cnt, scl, pt, ps, pi, pe, f32, pi64, pe64, pt9, pi7, pe4, cnt1, s2, ps9, tok0, pt0,
-                        cnt0, ebig, pbig, e_pt, e_pi, e_pe, e_ps, ptT};
+                        cnt0, ebig, pbig, e_pt, e_pi, e_pe, e_ps, ptT, t8, p8, s8, ps8};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tu_destroy(all[i]);
     g_cases++;
 }
@@ -326,7 +341,7 @@ static void phase2_errors(void) {
     };
     for (size_t k = 0; k < sizeof K / sizeof K[0]; k++) {
         g_cases++;
-        prob p = {ACL_FLOAT16, ACL_INT64, K[k].A, 3, 2, 2, K[k].L ? 1 : 0, 1, 0, (int64_t *)K[k].c, NULL, NULL};
+        prob p = {ACL_FLOAT16, ACL_INT64, ACL_FLOAT, K[k].A, 3, 2, 2, K[k].L ? 1 : 0, 1, 0, (int64_t *)K[k].c, NULL, NULL};
         unsigned char tok[64 * 3 * 2], scl[64 * 4];
         fill_bytes(tok, sizeof tok);
         fill_bytes(scl, sizeof scl);
@@ -351,7 +366,7 @@ static void phase2_errors(void) {
     unsigned char tok[4 * 2 * 2];
     float scl[6] = {1, 2, 3, 4, 5, 6};
     fill_bytes(tok, sizeof tok);
-    prob p = {ACL_FLOAT16, ACL_INT64, 4, 2, 2, 2, 1, 1, 0, c, tok, NULL};
+    prob p = {ACL_FLOAT16, ACL_INT64, ACL_FLOAT, 4, 2, 2, 2, 1, 1, 0, c, tok, NULL};
     aclTensor *tt = tu_mk(2, 4, 2, 0, ACL_FLOAT16, tok), *tc = tu_mk(2, 2, 2, 0, ACL_INT64, c),
               *ts = tu_mk(1, 6, 0, 0, ACL_FLOAT, scl);
     outs o;
@@ -377,7 +392,7 @@ static void reuse_case(void) {
     g_cases++;
     int32_t c[2] = {1, 1};
     uint16_t tok[4] = {1, 2, 3, 4};
-    prob p = {ACL_FLOAT16, ACL_INT32, 2, 2, 2, 1, 0, 0, 0, NULL, NULL, NULL};
+    prob p = {ACL_FLOAT16, ACL_INT32, ACL_FLOAT, 2, 2, 2, 1, 0, 0, 0, NULL, NULL, NULL};
     aclTensor *tt = tu_mk(2, 2, 2, 0, ACL_FLOAT16, tok), *tc = tu_mk(2, 2, 1, 0, ACL_INT32, c);
     outs o;
     outs_make(&o, &p);
@@ -408,7 +423,7 @@ static void scale2d_case(void) {
     float scl[6] = {10, 11, 12, 13, 14, 15};
     aclTensor *tt = tu_mk(2, 3, 1, 0, ACL_INT8, tok), *tc = tu_mk(2, 2, 2, 0, ACL_INT32, c),
               *ts = tu_mk(2, 3, 2, 0, ACL_FLOAT, scl);
-    prob p = {ACL_INT8, ACL_INT32, 3, 1, 2, 2, 2, 2, 0, NULL, NULL, NULL};
+    prob p = {ACL_INT8, ACL_INT32, ACL_FLOAT, 3, 1, 2, 2, 2, 2, 0, NULL, NULL, NULL};
     outs o;
     outs_make(&o, &p);
     aclnnStatus rc = run(&p, tt, tc, ts, 1, 0, &o);

@@ -36,7 +36,6 @@ const char *aclrtGetSocName(void) { return "moefr-cpu"; }
 
 size_t aclDataTypeSize(aclDataType dataType) {
     switch (dataType) {
-    case ACL_HIFLOAT8: case ACL_FLOAT8_E5M2: case ACL_FLOAT8_E4M3FN: case ACL_FLOAT8_E8M0: return 1;
     /* packed sub-byte types: at least one byte each */
     case ACL_INT4: case ACL_UINT1: case ACL_FLOAT6_E3M2: case ACL_FLOAT6_E2M3: case ACL_FLOAT4_E2M1:
     case ACL_FLOAT4_E1M2: return 1;

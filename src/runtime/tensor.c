@@ -10,6 +10,8 @@
 size_t mf_dtype_size(int dtype) {
     switch (dtype) {
     case ACL_INT8: case ACL_UINT8: case ACL_BOOL: return 1;
+    /* 8-bit floats: moved as bytes (MoeReRouting's Ascend 950 columns); no operator computes on them */
+    case ACL_HIFLOAT8: case ACL_FLOAT8_E5M2: case ACL_FLOAT8_E4M3FN: case ACL_FLOAT8_E8M0: return 1;
     case ACL_FLOAT16: case ACL_BF16: case ACL_INT16: case ACL_UINT16: return 2;
     case ACL_FLOAT: case ACL_INT32: case ACL_UINT32: return 4;
     case ACL_INT64: case ACL_UINT64: case ACL_DOUBLE: case ACL_COMPLEX64: return 8;
@@ -33,6 +35,10 @@ const char *mf_dtype_name(int dtype) {
     case ACL_UINT64: return "UINT64";
     case ACL_DOUBLE: return "DOUBLE";
     case ACL_BOOL: return "BOOL";
+    case ACL_HIFLOAT8: return "HIFLOAT8";
+    case ACL_FLOAT8_E5M2: return "FLOAT8_E5M2";
+    case ACL_FLOAT8_E4M3FN: return "FLOAT8_E4M3FN";
+    case ACL_FLOAT8_E8M0: return "FLOAT8_E8M0";
     case ACL_STRING: return "STRING";
     case ACL_COMPLEX64: return "COMPLEX64";
     case ACL_COMPLEX128: return "COMPLEX128";

@@ -198,9 +198,9 @@ int load_tensor(const cli_opt *o, int bf16, cli_tensor *c) {
             msg("%s %s: dtype <i8 (int64) is read only for group lists (gmm --group-list)", o->flag, o->value);
         return EXIT_FILE;
     }
-    if (o->kind == OPT_FILE_FLOAT && c->npy.dtype == MF_NPY_I4) {
-        msg("%s %s: dtype must be <f2 or <f4 (or <u2 holding bf16 bits with --dtype bf16), got <i4", o->flag,
-            o->value);
+    if (o->kind == OPT_FILE_FLOAT && (c->npy.dtype == MF_NPY_I4 || c->npy.dtype == MF_NPY_I1)) {
+        msg("%s %s: dtype must be <f2 or <f4 (or <u2 holding bf16 bits with --dtype bf16), got %s", o->flag,
+            o->value, mf_npy_descr(c->npy.dtype));
         return EXIT_FILE;
     }
     switch (c->npy.dtype) {
@@ -208,7 +208,7 @@ int load_tensor(const cli_opt *o, int bf16, cli_tensor *c) {
     case MF_NPY_F4: c->dt = ACL_FLOAT; break;
     case MF_NPY_I4: c->dt = o->kind == OPT_FILE_BOOL ? ACL_BOOL : ACL_INT32; break;
     case MF_NPY_I8: c->dt = ACL_INT64; break;
-    case MF_NPY_I1: c->dt = ACL_INT8; break; /* never parsed */
+    case MF_NPY_I1: c->dt = ACL_INT8; break; /* the operator's dtype table decides where it is taken */
     case MF_NPY_U2:
         if (!bf16) {
             msg("%s %s: dtype <u2 is read as bfloat16 bits only with --dtype bf16", o->flag, o->value);

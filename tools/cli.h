@@ -15,8 +15,8 @@ enum { EXIT_OK = 0, EXIT_REJECTED = 1, EXIT_USAGE = 2, EXIT_FILE = 3 };
 extern const char *g_cmd;
 extern int g_verbose;
 
-/* OPT_FILE: a .npy tensor of <f2 <f4 <i4 (or <u2 as bf16 bits with --dtype bf16);
- * OPT_FILE_FLOAT: the same without <i4; OPT_FILE_BOOL: an <i4 file read as an
+/* OPT_FILE: a .npy tensor of <f2 <f4 <i4 |i1 (or <u2 as bf16 bits with --dtype bf16);
+ * OPT_FILE_FLOAT: the same without <i4 and |i1; OPT_FILE_BOOL: an <i4 file read as an
  * ACL_BOOL tensor, nonzero = true (.npy bool is not among the CLI's dtypes);
  * OPT_FILE_INT64: an <i8 file read as ACL_INT64 (a group list), the only kind
  * that takes <i8; OPT_FLAG: takes no value (value = the flag, ival = 1;

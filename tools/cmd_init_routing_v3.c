@@ -13,7 +13,8 @@
 static const char HELP[] =
     "usage: moefr init-routing-v3 --x F --expert-idx F --expert-num N [options] --out DIR\n"
     "\n"
-    "aclnnMoeInitRoutingV3: x (N, H), expertIdx (N, K) int32\n"
+    "aclnnMoeInitRoutingV3: x (N, H) <f2/<f4 (bf16 bits as <u2), or |i1 int8 with --quant-mode -1;\n"
+    "  expertIdx (N, K) int32\n"
     "  --expert-start N --expert-end N   the active expert range (default 0, expert-num)\n"
     "  --drop-pad-mode 0|1 --expert-capacity N\n"
     "  --tokens-num-type 0|1|2   0 cumsum, 1 count (default), 2 key_value\n"
@@ -29,7 +30,7 @@ static const char HELP[] =
 int cmd_init_routing_v3(int argc, char **argv, int first) {
     g_cmd = "moefr init-routing-v3";
     cli_opt o[] = {
-        {"--x", "x", OPT_FILE_FLOAT, 1, NULL, 0},
+        {"--x", "x", OPT_FILE, 1, NULL, 0}, /* int8 too: the operator's table decides */
         {"--expert-idx", "expertIdx", OPT_FILE, 1, NULL, 0},
         {"--scale", "scaleOptional", OPT_FILE_FLOAT, 0, NULL, 0},
         {"--offset", "offsetOptional", OPT_FILE_FLOAT, 0, NULL, 0},

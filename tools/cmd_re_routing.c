@@ -10,7 +10,7 @@
 static const char HELP[] =
     "usage: moefr re-routing --tokens F --expert-token-num-per-rank F [--per-token-scales F]\n"
     "           [--idx-type 0|1] [--dtype bf16] --out DIR\n"
-    "  tokens (A, H) <f2 (or bf16 bits as <u2 with --dtype bf16), rank-major; the counts (ranks, experts) <i4;\n"
+    "  tokens (A, H) <f2 or |i1 (or bf16 bits as <u2 with --dtype bf16), rank-major; the counts (ranks, experts) <i4;\n"
     "  scales (A) or (A, S) <f4. Writes DIR/permute_tokens.npy (expert-major), DIR/permute_token_idx.npy,\n"
     "  DIR/expert_token_num.npy, and DIR/permute_per_token_scales.npy with --per-token-scales.\n";
 

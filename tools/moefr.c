@@ -75,7 +75,8 @@ static const char USAGE[] =
     "  -v, --verbose  print timing, the kernel path and the thread count to stderr\n"
     "  --help         this text;  --version  the library version\n"
     "\n"
-    "files: NumPy .npy, format 1.0-3.0, little-endian, C order, dtypes <f2 <f4 <i4 (<i8: gmm's group list);\n"
+    "files: NumPy .npy, format 1.0-3.0, little-endian, C order, dtypes <f2 <f4 <i4 (<i8: gmm's group list;\n"
+    "|i1: int8 tokens, where the operator takes them: init-routing-v3 --quant-mode -1, re-routing);\n"
     "bfloat16 travels as <u2 holding bf16 bits when --dtype bf16 is given (inputs and outputs).\n"
     "DIR is created if missing; outputs appear only when the whole run succeeded.\n"
     "exit status: 0 success, 1 rejected by the operator, 2 usage error, 3 file error.\n";

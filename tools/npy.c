@@ -116,7 +116,8 @@ static int parse_descr(mf_cursor *c, mf_npy_dtype *dt) {
     size_t n;
     if (parse_str(c, &s, &n)) return -1;
     static const struct { const char *descr; mf_npy_dtype dt; } known[] = {
-        {"<f2", MF_NPY_F2}, {"<f4", MF_NPY_F4}, {"<i4", MF_NPY_I4}, {"<u2", MF_NPY_U2}, {"<i8", MF_NPY_I8}};
+        {"<f2", MF_NPY_F2}, {"<f4", MF_NPY_F4}, {"<i4", MF_NPY_I4}, {"<u2", MF_NPY_U2}, {"<i8", MF_NPY_I8},
+        {"|i1", MF_NPY_I1}}; /* NumPy writes int8 as '|i1' (no byte order) */
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (str_is(s, n, known[i].descr)) {
             *dt = known[i].dt;
@@ -127,7 +128,7 @@ static int parse_descr(mf_cursor *c, mf_npy_dtype *dt) {
         seterr(c->err, c->errlen, "big-endian data (descr '%.*s') is not supported; use '<' (little-endian)",
                shown, s);
     else
-        seterr(c->err, c->errlen, "unsupported dtype '%.*s%s' (expected <f2, <f4, <i4, <u2 or <i8)", shown, s,
+        seterr(c->err, c->errlen, "unsupported dtype '%.*s%s' (expected <f2, <f4, <i4, <u2, <i8 or |i1)", shown, s,
                n > 16 ? "..." : "");
     return -1;
 }

@@ -1,5 +1,5 @@
 /* tools/npy.h - a small, strict NumPy .npy reader and writer for the moefr CLI.
- * Accepts format 1.0/2.0/3.0, little-endian, C order, dtypes <f2 <f4 <i4 <u2 <i8 only. */
+ * Accepts format 1.0/2.0/3.0, little-endian, C order, dtypes <f2 <f4 <i4 <u2 <i8 |i1 only. */
 #ifndef MOEFR_TOOLS_NPY_H_
 #define MOEFR_TOOLS_NPY_H_
 
@@ -19,7 +19,7 @@ typedef enum {
     MF_NPY_I4 = 2, /* '<i4' int32 */
     MF_NPY_U2 = 3, /* '<u2' uint16; the CLI reads it as bfloat16 bits under --dtype bf16 */
     MF_NPY_I8 = 4, /* '<i8' int64; the CLI takes it only where an operator wants INT64 (group lists) */
-    MF_NPY_I1 = 5  /* '|i1' int8; written only (quantised outputs), never parsed */
+    MF_NPY_I1 = 5  /* '|i1' int8: quantised outputs, and int8 tokens (init-routing-v3 -1, re-routing) */
 } mf_npy_dtype;
 
 /* A parsed array. `data` points into the caller's buffer (the parser never
@@ -30,7 +30,7 @@ typedef struct {
     int ndim;                  /* 0 for a scalar */
     int64_t dims[MF_NPY_MAX_DIMS];
     int64_t numel;             /* product of dims (1 for a scalar) */
-    size_t itemsize;           /* 2, 4 or 8 */
+    size_t itemsize;           /* 1, 2, 4 or 8 */
     const void *data;          /* numel * itemsize bytes, possibly unaligned */
     size_t nbytes;
 } mf_npy;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # tests/cli/test_cli_init_routing_v3.py - `moefr init-routing-v3` end to end on numpy-written .npy
 # files against a numpy oracle (CANN's order: in-range ids, ids past the range, ids below it;
-# dynamic int8 quantisation with a smooth scale), plus exit codes: 1 for an operator rejection
+# dynamic int8 quantisation with a smooth scale; int8 x passed through), plus exit codes: 1 for an operator rejection
 # (an fp8 quant mode), 2 for usage.
 # usage: test_cli_init_routing_v3.py MOEFR_BINARY WORKDIR   (MOEFR_TEST_SEED replays)
 import os
@@ -32,11 +32,13 @@ for case in range(6):
     N, K, E, H = int(rng.integers(1, 20)), int(rng.integers(1, 5)), int(rng.integers(2, 9)), int(rng.integers(1, 40))
     start = int(rng.integers(0, E))
     end = int(rng.integers(start + 1, E + 1))
-    quant = int(rng.integers(-1, 2)) if case else 1
+    quant = -1 if case == 1 else int(rng.integers(-1, 2)) if case else 1
     rtype = int(rng.integers(0, 2))
     d = os.path.join(work, f"case{case}")
     os.makedirs(d)
     x = rng.standard_normal((N, H)).astype(np.float32) * 3
+    if case == 1:  # int8 x ('|i1'), which quant mode -1 moves as it is
+        x = rng.integers(-128, 128, (N, H)).astype(np.int8)
     ids = rng.integers(-2, E + 3, (N, K)).astype(np.int32)
     sm = rng.random((end - start, H)).astype(np.float32)
     np.save(d + "/x.npy", x), np.save(d + "/ids.npy", ids), np.save(d + "/sm.npy", sm)
@@ -70,7 +72,7 @@ for case in range(6):
     for i in range(A):
         j = perm[i]
         if quant == -1:
-            ok &= (ex[i] == x[j // K]).all()
+            ok &= ex.dtype == x.dtype and (ex[i] == x[j // K]).all()
         elif quant == 0:
             v = (x[j // K].astype(np.float16) * np.float16(1.5)).astype(np.float16)
             v = (v + np.float16(0.25)).astype(np.float16)

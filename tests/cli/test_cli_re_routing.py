@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """test_cli_re_routing.py - `moefr re-routing` end to end: numpy-written .npy
-inputs (fp16 tokens, bf16 as <u2 bits, <i4 counts, <f4 scales 1-D and 2-D),
+inputs (fp16 tokens, bf16 as <u2 bits, int8 as |i1, <i4 counts, <f4 scales 1-D and 2-D),
 a reference from the documented offsets (block (r, e) moves from the sum of
 the blocks before it rank-major to the sum before it expert-major), both
 index types, counts that leave rows over (zeros); exit codes 1 (counts past
@@ -61,6 +61,8 @@ for case in range(12):
     cnt = np.bincount(rng.integers(0, N * E, S), minlength=N * E).reshape(N, E).astype(np.int32)
     bf16 = case % 2 == 1
     tok = rng.integers(0, 65536, (A, H)).astype(np.uint16) if bf16 else rng.standard_normal((A, H)).astype(np.float16)
+    if case % 4 == 2:  # int8 tokens ('|i1')
+        tok = rng.integers(-128, 128, (A, H)).astype(np.int8)
     scl = None
     if case % 4:
         scl = rng.standard_normal((A,) if case % 4 != 3 else (A, 2)).astype(np.float32)
@@ -80,7 +82,8 @@ for case in range(12):
         continue
     wpt, wps, widx, wnum = reference(tok, cnt, scl, idx_type)
     o = lambda n: np.load(os.path.join(d, "o", n + ".npy"))
-    check(np.array_equal(o("permute_tokens").view(np.uint16), wpt.view(np.uint16)), "case %d: tokens" % case)
+    got = o("permute_tokens")
+    check(got.dtype == tok.dtype and np.array_equal(got.view(np.uint8), wpt.view(np.uint8)), "case %d: tokens" % case)
     check(np.array_equal(o("permute_token_idx"), widx), "case %d: idx" % case)
     check(np.array_equal(o("expert_token_num"), wnum), "case %d: counts" % case)
     if scl is not None:

@@ -81,6 +81,7 @@ static void test_headers(void) {
     OK(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (), }", 4); /* scalar */
     OK(1, "{'descr': '<u2', 'fortran_order': False, 'shape': (0, 7), }", 0);
     OK(1, "{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }", 24); /* int64 group lists */
+    OK(1, "{'descr': '|i1', 'fortran_order': False, 'shape': (2, 3), }", 6); /* int8 tokens */
     OK(1, "{\"shape\": (2,), \"descr\": \"<i4\", \"fortran_order\": False}", 8); /* any key order, no trailing comma */
     OK(1, "{'descr':'<f4','fortran_order':False,'shape':(1,2,3,4,5,1,1,1,)}", 480);
     expect(__LINE__, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", 16, 12, 1, NULL);
@@ -88,6 +89,8 @@ static void test_headers(void) {
     BAD(1, "{'descr': '>f4', 'fortran_order': False, 'shape': (3,), }", 12, "big-endian");
     BAD(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }", 24, "unsupported dtype");
     BAD(1, "{'descr': '|u1', 'fortran_order': False, 'shape': (3,), }", 3, "unsupported dtype");
+    BAD(1, "{'descr': '|i1', 'fortran_order': False, 'shape': (3,), }", 4, "data");   /* a byte too many */
+    BAD(1, "{'descr': '<i1', 'fortran_order': False, 'shape': (3,), }", 3, "unsupported dtype");
     BAD(1, "{'descr': '<u8', 'fortran_order': False, 'shape': (3,), }", 24, "unsupported dtype");
     BAD(1, "{'descr': '>i8', 'fortran_order': False, 'shape': (3,), }", 24, "big-endian");
     BAD(1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (3,), }", 12, "structured");

@@ -194,6 +194,71 @@ static void widths_agree(void) {
 #endif
 }
 
+/* The vector bfloat16 rounding of the outputs: hand-made ties (to even both
+ * ways), NaN kept quiet, infinities and any bit pattern against the scalar
+ * mf_f32_to_bf16, on every width, tails included (n = 4093). */
+static void bf16_narrowing(void) {
+    enum { N = 4093 };
+    static float s[N];
+    static uint16_t want[N], got[N];
+    static const uint32_t hand[][2] = {{0x3F808000u, 0x3F80u}, {0x3F818000u, 0x3F82u}, {0x3F807FFFu, 0x3F80u},
+                                       {0x3F808001u, 0x3F81u}, {0x7F7F8000u, 0x7F80u}, {0x7F800000u, 0x7F80u},
+                                       {0xFF800001u, 0xFFC0u}, {0x00008000u, 0x0000u}, {0x80018000u, 0x8002u}};
+    const int nh = (int)(sizeof hand / sizeof hand[0]);
+    for (int i = 0; i < N; i++) {
+        uint32_t u = (uint32_t)tu_next();
+        if (i < nh) u = hand[i][0];
+        else if (i % 4 == 1) u = (u & 0xFFFF0000u) | 0x8000u; /* a tie */
+        memcpy(&s[i], &u, 4);
+        want[i] = i < nh ? (uint16_t)hand[i][1] : mf_f32_to_bf16(s[i]);
+    }
+    for (int i = 0; i < nh; i++)
+        CHECK(mf_f32_to_bf16(s[i]) == hand[i][1], "bf16 of %08x: %04x, want %04x", (unsigned)hand[i][0],
+              (unsigned)mf_f32_to_bf16(s[i]), (unsigned)hand[i][1]);
+    mf_swiglu_narrow_bf16_generic(s, (char *)got, N);
+    CHECK(memcmp(got, want, sizeof got) == 0, "generic bf16 narrowing differs from mf_f32_to_bf16");
+#if defined(MOEFR_X86_KERNELS)
+    if (__builtin_cpu_supports("avx2")) {
+        memset(got, 0, sizeof got);
+        mf_swiglu_narrow_bf16_avx2(s, (char *)got, N);
+        CHECK(memcmp(got, want, sizeof got) == 0, "avx2 bf16 narrowing differs from mf_f32_to_bf16");
+    }
+#endif
+    /* the bfloat16 routines are the fp32 ones on widened inputs, rounded once */
+    static uint16_t a16[N], b16[N], g16[N], f16o[N], f16p[N];
+    static float aw[N], bw[N], gw[N], fo[N], fp[N];
+    static uint16_t w1[N], w2[N];
+    for (int i = 0; i < N; i++) {
+        a16[i] = (uint16_t)(i % 5 == 0 ? tu_next() : mf_f32_to_bf16((float)((tu_unit() - 0.5) * 40)));
+        b16[i] = mf_f32_to_bf16((float)(tu_unit() * 4 - 2)), g16[i] = mf_f32_to_bf16((float)(tu_unit() * 4 - 2));
+        aw[i] = mf_bf16_to_f32(a16[i]), bw[i] = mf_bf16_to_f32(b16[i]), gw[i] = mf_bf16_to_f32(g16[i]);
+    }
+    const int64_t nv = N & ~7;
+    mf_swiglu_fwd_generic(aw, bw, fo, nv);
+    mf_swiglu_narrow_bf16_generic(fo, (char *)w1, nv);
+    mf_swiglu_fwd16_generic((const char *)a16, (const char *)b16, (char *)f16o, nv);
+    CHECK(memcmp(w1, f16o, (size_t)nv * 2) == 0, "fwd16 differs from the fp32 routine rounded to bf16");
+    mf_swiglu_bwd_generic(aw, bw, gw, fo, fp, nv);
+    mf_swiglu_narrow_bf16_generic(fo, (char *)w1, nv);
+    mf_swiglu_narrow_bf16_generic(fp, (char *)w2, nv);
+    mf_swiglu_bwd16_generic((const char *)a16, (const char *)b16, (const char *)g16, (char *)f16o, (char *)f16p, nv);
+    CHECK(memcmp(w1, f16o, (size_t)nv * 2) == 0 && memcmp(w2, f16p, (size_t)nv * 2) == 0,
+          "bwd16 differs from the fp32 routine rounded to bf16");
+#if defined(MOEFR_X86_KERNELS)
+    if (__builtin_cpu_supports("avx2")) {
+        mf_swiglu_fwd16_avx2((const char *)a16, (const char *)b16, (char *)w1, nv);
+        mf_swiglu_fwd16_generic((const char *)a16, (const char *)b16, (char *)f16o, nv);
+        CHECK(memcmp(w1, f16o, (size_t)nv * 2) == 0, "fwd16: generic and avx2 bits differ");
+        mf_swiglu_bwd16_generic((const char *)a16, (const char *)b16, (const char *)g16, (char *)f16o, (char *)f16p,
+                                nv);
+        mf_swiglu_bwd16_avx2((const char *)a16, (const char *)b16, (const char *)g16, (char *)w1, (char *)w2, nv);
+        CHECK(memcmp(w1, f16o, (size_t)nv * 2) == 0 && memcmp(w2, f16p, (size_t)nv * 2) == 0,
+              "bwd16: generic and avx2 bits differ");
+    }
+#endif
+    g_cases++;
+}
+
 #define P1(call, want)                                                                                      \
     do {                                                                                                    \
         aclOpExecutor *e_ = NULL;                                                                           \
@@ -257,6 +322,7 @@ int main(void) {
     cann_example();
     validation();
     widths_agree();
+    bf16_narrowing();
     for (int i = 0; i < 200; i++) random_case(i & 1, i % 5 == 0);
     printf("test_swiglu: %d cases, %d checks, %d failures\n", g_cases, g_checks, g_fail);
     return g_fail != 0;

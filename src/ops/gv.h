@@ -43,6 +43,24 @@ static inline void gv_store(float *p, gvf v) { memcpy(p, &v, sizeof v); }
 static inline gvf gv_sel(gvi m, gvf a, gvf b) { return (gvf)(((gvi)a & m) | ((gvi)b & ~m)); }
 static inline gvi gi_sel(gvi m, gvi a, gvi b) { return (a & m) | (b & ~m); }
 
+/* v rounded to bfloat16 lane by lane (mf_f32_to_bf16: nearest even, NaN kept
+ * quiet), the GT_W results stored at p (little endian: each lane's low half) */
+static inline void gv_store_bf16(char *p, gvf v) {
+    typedef uint32_t gvu __attribute__((vector_size(4 * GT_W)));
+    typedef uint16_t gvh __attribute__((vector_size(2 * GT_W)));
+    typedef uint16_t gvh2 __attribute__((vector_size(4 * GT_W)));
+    const gvu u = (gvu)v;
+    const gvi nan = (gvi)(u & 0x7FFFFFFFu) > gi_splat(0x7F800000);
+    const gvu r = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16, q = (u >> 16) | 0x40u;
+    const gvh2 w = (gvh2)(gvu)gi_sel(nan, (gvi)q, (gvi)r);
+#if GT_W == 8
+    const gvh h = __builtin_shufflevector(w, w, 0, 2, 4, 6, 8, 10, 12, 14);
+#else
+    const gvh h = __builtin_shufflevector(w, w, 0, 2, 4, 6);
+#endif
+    memcpy(p, &h, sizeof h);
+}
+
 /* exp(a) for a <= 0 (and NaN), within 2 ulp for normal results: a = n*ln2 + t
  * with |t| <= ln2/2 (ln2 in two parts, the first exact in 9 bits, so n*C1 is
  * exact), exp(t) by a degree-7 polynomial (Horner), times 2^n built from the

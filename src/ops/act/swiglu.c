@@ -21,6 +21,9 @@
 #define GT_W 4
 #define SG_FWD mf_swiglu_fwd_generic
 #define SG_BWD mf_swiglu_bwd_generic
+#define SG_NARROW_BF16 mf_swiglu_narrow_bf16_generic
+#define SG_FWD16 mf_swiglu_fwd16_generic
+#define SG_BWD16 mf_swiglu_bwd16_generic
 #include "ops/act/swiglu_core.h"
 
 static const char OPF[] = "aclnnSwiGlu";
@@ -84,14 +87,20 @@ static sg_view sg_view_of(const aclTensor *t, int dim, int64_t h) {
     return v;
 }
 
-/* Elements [c0, c0 + n) of row r's half `which` (0: A, 1: B), widened to
- * fp32 into dst[0..n) and zeros up to the next multiple of 8. */
-static void sg_gather(const sg_view *v, int64_t r, int which, int64_t c0, int64_t n, float *dst) {
+/* Where row r's half `which` (0: A, 1: B) starts. */
+static const char *sg_row(const sg_view *v, int64_t r, int which) {
     const char *p = v->base + which * v->half;
     for (int i = v->no - 1; i >= 0; i--) {
         p += (r % v->osz[i]) * v->ost[i];
         r /= v->osz[i];
     }
+    return p;
+}
+
+/* Elements [c0, c0 + n) of row r's half `which`, widened to fp32 into
+ * dst[0..n) and zeros up to the next multiple of 8. */
+static void sg_gather(const sg_view *v, int64_t r, int which, int64_t c0, int64_t n, float *dst) {
+    const char *p = sg_row(v, r, which);
     if (v->dense) {
         mf_widen_f32(p + c0 * v->es, v->es, v->dtype, n, dst, 1);
     } else {
@@ -120,28 +129,57 @@ typedef struct sg_ctx {
     char *out;
     int dtype, es;
     int64_t nchunks;
+    bool direct; /* FLOAT or BF16, every view dense: whole vectors computed in place */
     sg_fwd_fn fwd;
     sg_bwd_fn bwd;
+    sg_narrow_fn bf16;
+    sg_fwd16_fn fwd16;
+    sg_bwd16_fn bwd16;
 } sg_ctx;
+
+/* fp32 results o[0..n) to the output at element e of the output's row r */
+static void sg_put(const sg_ctx *c, char *dst, int64_t n, const float *o) {
+    if (c->dtype == ACL_BF16) c->bf16(o, dst, n);
+    else mf_narrow_f32(dst, c->es, c->dtype, n, o);
+}
 
 static void sg_units(void *ctxp, int64_t u0, int64_t u1) {
     const sg_ctx *c = ctxp;
     const sg_plan *p = c->p;
     _Alignas(64) float a[SG_CHUNK], b[SG_CHUNK], o[SG_CHUNK], g[SG_CHUNK], ob[SG_CHUNK];
     for (int64_t u = u0; u < u1; u++) {
-        const int64_t r = u / c->nchunks, c0 = (u % c->nchunks) * SG_CHUNK;
-        const int64_t n = p->inner - c0 < SG_CHUNK ? p->inner - c0 : SG_CHUNK, np = (n + 7) & ~(int64_t)7;
+        const int64_t r = u / c->nchunks;
+        int64_t c0 = (u % c->nchunks) * SG_CHUNK;
+        int64_t n = p->inner - c0 < SG_CHUNK ? p->inner - c0 : SG_CHUNK;
+        char *row = c->out + r * (p->grad ? 2 : 1) * p->inner * c->es;
+        if (c->direct) { /* the whole vectors straight from x (and yGrad) to out; the tail below */
+            const int64_t nv = n & ~(int64_t)7, e0 = c0 * c->es;
+            const char *xa = sg_row(&c->x, r, 0) + e0, *xb = sg_row(&c->x, r, 1) + e0;
+            const char *gy = p->grad ? sg_row(&c->dy, r, 0) + e0 : NULL;
+            char *oa = row + e0, *oy = oa + p->inner * c->es; /* oy: the B half's gradient */
+            if (c->dtype == ACL_BF16) {
+                if (!p->grad) c->fwd16(xa, xb, oa, nv);
+                else c->bwd16(xa, xb, gy, oa, oy, nv);
+            } else if (!p->grad) {
+                c->fwd((const float *)(const void *)xa, (const float *)(const void *)xb, (float *)(void *)oa, nv);
+            } else {
+                c->bwd((const float *)(const void *)xa, (const float *)(const void *)xb,
+                       (const float *)(const void *)gy, (float *)(void *)oa, (float *)(void *)oy, nv);
+            }
+            c0 += nv, n -= nv;
+            if (n == 0) continue;
+        }
+        const int64_t np = (n + 7) & ~(int64_t)7;
         sg_gather(&c->x, r, 0, c0, n, a);
         sg_gather(&c->x, r, 1, c0, n, b);
         if (!p->grad) {
             c->fwd(a, b, o, np);
-            mf_narrow_f32(c->out + (r * p->inner + c0) * c->es, c->es, c->dtype, n, o);
+            sg_put(c, row + c0 * c->es, n, o);
         } else {
             sg_gather(&c->dy, r, 0, c0, n, g);
             c->bwd(a, b, g, o, ob, np);
-            char *row = c->out + r * 2 * p->inner * c->es;
-            mf_narrow_f32(row + c0 * c->es, c->es, c->dtype, n, o);
-            mf_narrow_f32(row + (p->inner + c0) * c->es, c->es, c->dtype, n, ob);
+            sg_put(c, row + c0 * c->es, n, o);
+            sg_put(c, row + (p->inner + c0) * c->es, n, ob);
         }
     }
 }
@@ -160,12 +198,19 @@ static aclnnStatus sg_run(const void *plan, const aclTensor *const *t, void *wor
     c.dtype = out->dtype;
     c.es = (int)mf_dtype_size(out->dtype);
     c.nchunks = (p->inner + SG_CHUNK - 1) / SG_CHUNK;
+    c.direct = (c.dtype == ACL_FLOAT || c.dtype == ACL_BF16) && c.x.dense && (!p->grad || c.dy.dense);
     c.fwd = mf_swiglu_fwd_generic;
     c.bwd = mf_swiglu_bwd_generic;
+    c.bf16 = mf_swiglu_narrow_bf16_generic;
+    c.fwd16 = mf_swiglu_fwd16_generic;
+    c.bwd16 = mf_swiglu_bwd16_generic;
 #if defined(MOEFR_X86_KERNELS)
     if (strncmp(mf_kernels()->isa, "avx", 3) == 0) { /* avx2, avx512: same bits */
         c.fwd = mf_swiglu_fwd_avx2;
         c.bwd = mf_swiglu_bwd_avx2;
+        c.bf16 = mf_swiglu_narrow_bf16_avx2;
+        c.fwd16 = mf_swiglu_fwd16_avx2;
+        c.bwd16 = mf_swiglu_bwd16_avx2;
     }
 #endif
     mf_parallel_for(p->rows * c.nchunks, sg_units, &c, SG_SERIAL_UNITS);

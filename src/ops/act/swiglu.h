@@ -16,9 +16,20 @@ typedef void (*sg_fwd_fn)(const float *a, const float *b, float *o, int64_t n);
 typedef void (*sg_bwd_fn)(const float *a, const float *b, const float *g, float *oa, float *ob, int64_t n);
 void mf_swiglu_fwd_generic(const float *a, const float *b, float *o, int64_t n);
 void mf_swiglu_bwd_generic(const float *a, const float *b, const float *g, float *oa, float *ob, int64_t n);
+/* s[0..n) (any n) rounded to bfloat16 at p, as mf_f32_to_bf16 does */
+typedef void (*sg_narrow_fn)(const float *s, char *p, int64_t n);
+void mf_swiglu_narrow_bf16_generic(const float *s, char *p, int64_t n);
+/* The block routines on bfloat16 arrays (dense rows read and written in place) */
+typedef void (*sg_fwd16_fn)(const char *a, const char *b, char *o, int64_t n);
+typedef void (*sg_bwd16_fn)(const char *a, const char *b, const char *g, char *oa, char *ob, int64_t n);
+void mf_swiglu_fwd16_generic(const char *a, const char *b, char *o, int64_t n);
+void mf_swiglu_bwd16_generic(const char *a, const char *b, const char *g, char *oa, char *ob, int64_t n);
 #if defined(MOEFR_X86_KERNELS)
 void mf_swiglu_fwd_avx2(const float *a, const float *b, float *o, int64_t n);
 void mf_swiglu_bwd_avx2(const float *a, const float *b, const float *g, float *oa, float *ob, int64_t n);
+void mf_swiglu_narrow_bf16_avx2(const float *s, char *p, int64_t n);
+void mf_swiglu_fwd16_avx2(const char *a, const char *b, char *o, int64_t n);
+void mf_swiglu_bwd16_avx2(const char *a, const char *b, const char *g, char *oa, char *ob, int64_t n);
 #endif
 
 #endif /* MOEFR_OPS_ACT_SWIGLU_H_ */

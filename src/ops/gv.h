@@ -15,6 +15,9 @@
 #if GT_W != 4 && GT_W != 8
 #error "GT_W must be 4 or 8"
 #endif
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "gv_store_bf16 takes each lane's first half as its low half (little endian)"
+#endif
 
 /* GT_W-lane generic vectors: SSE2 or AVX2 on x86-64, Advanced SIMD on
  * AArch64, plain scalar code elsewhere. */

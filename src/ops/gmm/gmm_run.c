@@ -99,16 +99,31 @@ static const char *mat_at(const gmm_mat *m, int64_t i, int64_t j) {
 
 /* Rows [i0, i0 + rows) and columns [j0, j0 + cols) of m, widened to fp32
  * into dst (row-major, ld cols), reading m in its own order: row by row when
- * its rows are contiguous, column by column when its columns are (a
- * transposed view: the reads stream, the writes land in cache-resident
- * columns of dst), element by element otherwise. */
+ * its rows are contiguous; for a transposed view (its columns contiguous), in
+ * PACK_T x PACK_T blocks, each widened column by column into a block on the
+ * stack and written to dst row by row (whole runs of PACK_T floats: writing
+ * dst a column at a time touched a cache line per element, ld apart);
+ * element by element otherwise. (Widening such a view column-major and
+ * letting the BLAS transpose measured slower at 256-row groups.) */
+#define PACK_T 16
 static void pack(const gmm_mat *m, int64_t i0, int64_t rows, int64_t j0, int64_t cols, float *dst) {
     if (m->uniform && m->cs == 1) {
         for (int64_t i = 0; i < rows; i++)
             mf_widen_f32(m->base + ((i0 + i) * m->rs + j0) * m->es, m->es, m->dtype, cols, dst + i * cols, 1);
     } else if (m->uniform && m->rs == 1) {
-        for (int64_t j = 0; j < cols; j++)
-            mf_widen_f32(m->base + (i0 + (j0 + j) * m->cs) * m->es, m->es, m->dtype, rows, dst + j, cols);
+        float blk[PACK_T][PACK_T]; /* blk[j][i]: column j of the block, widened */
+        for (int64_t jb = 0; jb < cols; jb += PACK_T) {
+            const int64_t nj = cols - jb < PACK_T ? cols - jb : PACK_T;
+            for (int64_t ib = 0; ib < rows; ib += PACK_T) {
+                const int64_t ni = rows - ib < PACK_T ? rows - ib : PACK_T;
+                for (int64_t j = 0; j < nj; j++)
+                    mf_widen_f32(m->base + (i0 + ib + (j0 + jb + j) * m->cs) * m->es, m->es, m->dtype, ni, blk[j], 1);
+                for (int64_t i = 0; i < ni; i++) {
+                    float *d = dst + (ib + i) * cols + jb;
+                    for (int64_t j = 0; j < nj; j++) d[j] = blk[j][i];
+                }
+            }
+        }
     } else if (m->uniform) {
         for (int64_t i = 0; i < rows; i++)
             mf_widen_f32(m->base + ((i0 + i) * m->rs + j0 * m->cs) * m->es, m->cs * m->es, m->dtype, cols, dst + i * cols, 1);

@@ -65,7 +65,6 @@ static inline float rm_f32(const char *p, int dtype) {
     mf_widen_f32(p, 0, dtype, 1, &f, 1);
     return f;
 }
-static inline void rm_store(char *p, int dtype, float v) { mf_narrow_f32(p, 0, dtype, 1, &v); }
 
 /* Every map value is 0 or 1 (CANN documents only these; its kernels read
  * others inconsistently); *ones receives the count, rowcount (may be NULL)

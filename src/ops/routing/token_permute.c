@@ -49,12 +49,14 @@ static mf_rows flat_rows(const aclTensor *t, bool *flat) {
     const int64_t es = (int64_t)mf_dtype_size(t->dtype);
     mf_rows v = {mf_tensor_base(t), t->ndim >= 1 ? t->dims[0] : 0, INT64_MAX, 0, 0, es};
     *flat = true;
-    if (t->ndim >= 1) v.s_row = t->strides[0] * es;
+    if (t->ndim >= 1 && !mf_mul_ok(t->strides[0], es, &v.s_row)) *flat = false, v.s_row = 0;
     int inner = -1; /* the innermost dim after the first with more than one element */
     for (int d = t->ndim - 1; d >= 1; d--) {
         if (t->dims[d] <= 1) continue;
-        if (inner < 0) v.s_col = t->strides[d] * es;
-        else if (t->strides[d] != t->dims[inner] * t->strides[inner]) *flat = false;
+        int64_t span; /* an empty tensor's strides are not bounded by any storage: no overflow */
+        if (inner < 0) {
+            if (!mf_mul_ok(t->strides[d], es, &v.s_col)) *flat = false, v.s_col = 0;
+        } else if (!mf_mul_ok(t->dims[inner], t->strides[inner], &span) || t->strides[d] != span) *flat = false;
         inner = d;
     }
     return v;

@@ -58,6 +58,14 @@ static inline bool mf_mul_ok(int64_t a, int64_t b, int64_t *out) {
 static inline bool mf_add_ok(int64_t a, int64_t b, int64_t *out) {
     return !__builtin_add_overflow(a, b, out);
 }
+/* dims[from..to) multiplied; false on overflow (an empty tensor's other dims
+ * are bounded by no storage, so their product can pass int64) */
+static inline bool mf_dims_prod(const int64_t *dims, int from, int to, int64_t *out) {
+    *out = 1;
+    for (int d = from; d < to; d++)
+        if (!mf_mul_ok(*out, dims[d], out)) return false;
+    return true;
+}
 
 /* ---- dtypes ---- */
 /* Element size in bytes, or 0 for a dtype moefr does not know. */

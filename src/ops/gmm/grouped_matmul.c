@@ -87,10 +87,11 @@ static bool transposed(const aclTensor *t) {
     const int n = t->ndim;
     if (n < 2) return false;
     if (t->strides[n - 2] != 1 || t->strides[n - 1] != t->dims[n - 2]) return false;
-    int64_t inner = t->dims[n - 1] * t->dims[n - 2];
+    int64_t inner; /* checked: an empty tensor's dims can multiply past int64 */
+    if (!mf_mul_ok(t->dims[n - 1], t->dims[n - 2], &inner)) return false;
     for (int d = n - 3; d >= 0; d--) {
         if (t->strides[d] != inner) return false;
-        inner *= t->dims[d];
+        if (!mf_mul_ok(inner, t->dims[d], &inner)) return false;
     }
     return true;
 }

@@ -106,8 +106,9 @@ static aclnnStatus check_a2(const aclTensor *const *t, int64_t numOut, bool padd
     if (padded) return mf_fail(TILING, "%s: paddedMode must be false (CANN supports only false)", OP);
     /* moefr: CANN reads tokens dim0 without looking at the rank */
     if (tok->ndim < 1) return mf_fail(TILING, "%s: tokens must have at least 1 dim, got 0-D", OP);
-    int64_t cols = 1;
-    for (int d = 1; d < tok->ndim; d++) cols *= tok->dims[d];
+    int64_t cols;
+    if (!mf_dims_prod(tok->dims, 1, tok->ndim, &cols))
+        return mf_fail(TILING, "%s: tokens' dims after the first multiply past int64", OP);
     if (ind->ndim != 1 && ind->ndim != 2)
         return mf_fail(TILING, "%s: indices must be 1-D or 2-D, got %d-D %s", OP, (int)ind->ndim,
                        mf_shape_str(ind, buf, sizeof buf));
@@ -127,8 +128,9 @@ static aclnnStatus check_a2(const aclTensor *const *t, int64_t numOut, bool padd
     A = A > 0 ? A : 0;
     if (pt->ndim < 2)
         return mf_fail(TILING, "%s: permuteTokensOut must have at least 2 dims, got %d-D", OP, (int)pt->ndim);
-    int64_t pcols = 1;
-    for (int d = 1; d < pt->ndim; d++) pcols *= pt->dims[d];
+    int64_t pcols;
+    if (!mf_dims_prod(pt->dims, 1, pt->ndim, &pcols))
+        return mf_fail(TILING, "%s: permuteTokensOut's dims after the first multiply past int64", OP);
     TRY(mf_check_rank(OP, TILING, "sortedIndicesOut", si, 1));
     TRY(mf_check_dim(OP, TILING, "sortedIndicesOut", si, 0, T));
     if (pcols != cols)

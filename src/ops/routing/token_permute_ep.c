@@ -95,8 +95,9 @@ static aclnnStatus check_shapes(const aclTensor *const *t, bool ranged, int64_t 
             return mf_fail(TILING, "%s: probsOptional dim1 (%lld) and indices dim1 (%lld) must be equal", OP,
                            (long long)pr->dims[1], (long long)ind->dims[1]);
     }
-    int64_t cols = 1;
-    for (int d = 1; d < tok->ndim; d++) cols *= tok->dims[d];
+    int64_t cols;
+    if (!mf_dims_prod(tok->dims, 1, tok->ndim, &cols))
+        return mf_fail(TILING, "%s: tokens' dims after the first multiply past int64", OP);
     const int64_t N = ind->dims[0], K = ind->ndim == 1 ? 1 : ind->dims[1];
     if (K > MF_TP_MAX_TOPK || (ranged && K < 1))
         return mf_fail(TILING, "%s: indices dim1 (topK %lld) must be in [1, %d]", OP, (long long)K, MF_TP_MAX_TOPK);
@@ -125,8 +126,9 @@ static aclnnStatus check_shapes(const aclTensor *const *t, bool ranged, int64_t 
     }
     if (pt->ndim < 2)
         return mf_fail(TILING, "%s: permuteTokensOut must have at least 2 dims, got %d-D", OP, (int)pt->ndim);
-    int64_t pcols = 1;
-    for (int d = 1; d < pt->ndim; d++) pcols *= pt->dims[d];
+    int64_t pcols;
+    if (!mf_dims_prod(pt->dims, 1, pt->ndim, &pcols))
+        return mf_fail(TILING, "%s: permuteTokensOut's dims after the first multiply past int64", OP);
     TRY(mf_check_rank(OP, TILING, "sortedIndicesOut", si, 1));
     TRY(mf_check_dim(OP, TILING, "sortedIndicesOut", si, 0, T));
     if (pcols != cols)

@@ -16,7 +16,7 @@
 #error "GT_W must be 4 or 8"
 #endif
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "gv_store_bf16 takes each lane's first half as its low half (little endian)"
+#error "gi_store_lo8 / gi_store_lo16 take each lane's first byte / half as its low part (little endian)"
 #endif
 
 /* GT_W-lane generic vectors: SSE2 or AVX2 on x86-64, Advanced SIMD on
@@ -46,22 +46,40 @@ static inline void gv_store(float *p, gvf v) { memcpy(p, &v, sizeof v); }
 static inline gvf gv_sel(gvi m, gvf a, gvf b) { return (gvf)(((gvi)a & m) | ((gvi)b & ~m)); }
 static inline gvi gi_sel(gvi m, gvi a, gvi b) { return (a & m) | (b & ~m); }
 
+/* The low 8 or 16 bits of each lane (little endian: its first byte or
+ * half), GT_W of them stored at p: a narrowing store for lanes already in
+ * range (the vectoriser's own conversion was a chain of lane extracts). */
+static inline void gi_store_lo8(void *p, gvi v) {
+    typedef int8_t gvb __attribute__((vector_size(4 * GT_W)));
+    typedef int8_t gvb1 __attribute__((vector_size(GT_W)));
+    const gvb b = (gvb)v;
+#if GT_W == 8
+    const gvb1 o = __builtin_shufflevector(b, b, 0, 4, 8, 12, 16, 20, 24, 28);
+#else
+    const gvb1 o = __builtin_shufflevector(b, b, 0, 4, 8, 12);
+#endif
+    memcpy(p, &o, sizeof o);
+}
+static inline void gi_store_lo16(void *p, gvi v) {
+    typedef uint16_t gvh2 __attribute__((vector_size(4 * GT_W)));
+    typedef uint16_t gvh __attribute__((vector_size(2 * GT_W)));
+    const gvh2 w = (gvh2)v;
+#if GT_W == 8
+    const gvh o = __builtin_shufflevector(w, w, 0, 2, 4, 6, 8, 10, 12, 14);
+#else
+    const gvh o = __builtin_shufflevector(w, w, 0, 2, 4, 6);
+#endif
+    memcpy(p, &o, sizeof o);
+}
+
 /* v rounded to bfloat16 lane by lane (mf_f32_to_bf16: nearest even, NaN kept
  * quiet), the GT_W results stored at p (little endian: each lane's low half) */
 static inline void gv_store_bf16(char *p, gvf v) {
     typedef uint32_t gvu __attribute__((vector_size(4 * GT_W)));
-    typedef uint16_t gvh __attribute__((vector_size(2 * GT_W)));
-    typedef uint16_t gvh2 __attribute__((vector_size(4 * GT_W)));
     const gvu u = (gvu)v;
     const gvi nan = (gvi)(u & 0x7FFFFFFFu) > gi_splat(0x7F800000);
     const gvu r = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16, q = (u >> 16) | 0x40u;
-    const gvh2 w = (gvh2)(gvu)gi_sel(nan, (gvi)q, (gvi)r);
-#if GT_W == 8
-    const gvh h = __builtin_shufflevector(w, w, 0, 2, 4, 6, 8, 10, 12, 14);
-#else
-    const gvh h = __builtin_shufflevector(w, w, 0, 2, 4, 6);
-#endif
-    memcpy(p, &h, sizeof h);
+    gi_store_lo16(p, gi_sel(nan, (gvi)q, (gvi)r));
 }
 
 /* exp(a) for a <= 0 (and NaN), within 2 ulp for normal results: a = n*ln2 + t

@@ -9,14 +9,8 @@
 #include "ops/gv.h"
 #include "ops/routing/quant_int8.h"
 
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "q8_round_store takes each lane's first byte as its low byte (little endian)"
-#endif
-
 /* the blocks' k loops as straight code (GCC keeps them loops at -O2) */
 #define Q8_UNROLL4 _Pragma("GCC unroll 4")
-
-typedef int8_t q8_bytes __attribute__((vector_size(GT_W)));
 
 /* max(m, |v[j]|) over whole vectors of v[0..n); NaN elements never win.
  * A max is exact, so the lanes' order does not change the result. */
@@ -59,15 +53,7 @@ static inline void q8_round_store(gvf c, bool even, int8_t *out) {
         const gvf f = c - __builtin_convertvector(i, gvf);
         r = i - (gvi)(f >= gv_splat(0.5f)) + (gvi)(f <= gv_splat(-0.5f));
     }
-    /* each lane is in [-128, 127]: its low byte is the int8 (little endian) */
-    typedef int8_t lane_bytes __attribute__((vector_size(4 * GT_W)));
-    const lane_bytes lb = (lane_bytes)r;
-#if GT_W == 8
-    const q8_bytes b = __builtin_shufflevector(lb, lb, 0, 4, 8, 12, 16, 20, 24, 28);
-#else
-    const q8_bytes b = __builtin_shufflevector(lb, lb, 0, 4, 8, 12);
-#endif
-    memcpy(out, &b, sizeof b);
+    gi_store_lo8(out, r); /* each lane is in [-128, 127]: its low byte is the int8 */
 }
 
 /* out[j] = int8 of the fp32 quotient v[j] / s, whole vectors. (A product

@@ -46,6 +46,14 @@ static inline void gv_store(float *p, gvf v) { memcpy(p, &v, sizeof v); }
 static inline gvf gv_sel(gvi m, gvf a, gvf b) { return (gvf)(((gvi)a & m) | ((gvi)b & ~m)); }
 static inline gvi gi_sel(gvi m, gvi a, gvi b) { return (a & m) | (b & ~m); }
 
+/* GT_W bfloat16 values at p, widened (exactly) to fp32 */
+static inline gvf gv_load_bf16(const char *p) {
+    typedef uint16_t gvh __attribute__((vector_size(2 * GT_W)));
+    gvh h;
+    memcpy(&h, p, sizeof h);
+    return (gvf)(__builtin_convertvector(h, gvi) << 16);
+}
+
 /* The low 8 or 16 bits of each lane (little endian: its first byte or
  * half), GT_W of them stored at p: a narrowing store for lanes already in
  * range (the vectoriser's own conversion was a chain of lane extracts). */

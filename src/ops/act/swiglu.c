@@ -137,7 +137,7 @@ typedef struct sg_ctx {
     sg_bwd16_fn bwd16;
 } sg_ctx;
 
-/* fp32 results o[0..n) to the output at element e of the output's row r */
+/* fp32 results o[0..n) rounded to the output's dtype at dst */
 static void sg_put(const sg_ctx *c, char *dst, int64_t n, const float *o) {
     if (c->dtype == ACL_BF16) c->bf16(o, dst, n);
     else mf_narrow_f32(dst, c->es, c->dtype, n, o);

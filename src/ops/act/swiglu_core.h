@@ -47,25 +47,19 @@ void SG_BWD(const float *a, const float *b, const float *g, float *oa, float *ob
 /* bfloat16 in and out: the same operations on the widened values (exact),
  * each result rounded once (gv_store_bf16); a, b, g, o, oa, ob are element
  * arrays of n (a multiple of 8) bfloat16 values. */
-static inline gvf sg_ld16(const char *p) {
-    typedef uint16_t gvh __attribute__((vector_size(2 * GT_W)));
-    gvh h;
-    memcpy(&h, p, sizeof h);
-    return (gvf)(__builtin_convertvector(h, gvi) << 16);
-}
 
 void SG_FWD16(const char *a, const char *b, char *o, int64_t n) {
     for (int64_t i = 0; i < n; i += GT_W) {
-        const gvf av = sg_ld16(a + 2 * i), s = sg_sigmoid(av);
-        gv_store_bf16(o + 2 * i, (av * s) * sg_ld16(b + 2 * i));
+        const gvf av = gv_load_bf16(a + 2 * i), s = sg_sigmoid(av);
+        gv_store_bf16(o + 2 * i, (av * s) * gv_load_bf16(b + 2 * i));
     }
 }
 
 void SG_BWD16(const char *a, const char *b, const char *g, char *oa, char *ob, int64_t n) {
     const gvf one = gv_splat(1.0f);
     for (int64_t i = 0; i < n; i += GT_W) {
-        const gvf av = sg_ld16(a + 2 * i), s = sg_sigmoid(av), gv = sg_ld16(g + 2 * i);
-        gv_store_bf16(oa + 2 * i, (((s * (one - s)) * av + s) * sg_ld16(b + 2 * i)) * gv);
+        const gvf av = gv_load_bf16(a + 2 * i), s = sg_sigmoid(av), gv = gv_load_bf16(g + 2 * i);
+        gv_store_bf16(oa + 2 * i, (((s * (one - s)) * av + s) * gv_load_bf16(b + 2 * i)) * gv);
         gv_store_bf16(ob + 2 * i, (s * av) * gv);
     }
 }

@@ -65,11 +65,7 @@ void RM_ACC(float *acc, const char *row, int64_t s, int dtype, int64_t n, float 
 
 /* n elements of a dense FLOAT or BF16 row from element j, widened */
 static inline gvf rm_vld(const char *row, int dtype, int64_t j) {
-    if (dtype == ACL_FLOAT) return gv_loadb(row + 4 * j);
-    typedef uint16_t gvh __attribute__((vector_size(2 * GT_W)));
-    gvh h;
-    memcpy(&h, row + 2 * j, sizeof h);
-    return (gvf)(__builtin_convertvector(h, gvi) << 16);
+    return dtype == ACL_FLOAT ? gv_loadb(row + 4 * j) : gv_load_bf16(row + 2 * j);
 }
 
 void RM_SUM(float *acc, const char *const *rows, const float *pv, int nr, int dtype, int64_t n, bool first,

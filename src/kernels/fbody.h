@@ -12,7 +12,7 @@
  *
  * A token whose slots fit one call (flags == MF_FWD_FINAL) with fp32 scales
  * takes the fp32 order of forward_ref.h instead: blocks of 8 * MF_V_FWD_NV
- * then 32 elements sum in fp32 (vf_ldp lanes), each 32-element group is stored if
+ * (16-bit data; 32 for fp32) then 32 elements sum in fp32 (vf_ldp lanes), each 32-element group is stored if
  * every sum passes vf_in_range and is otherwise redone by f_block in fp64;
  * the last n % 32 elements are one group through mf_fwd_group32_ref. */
 #ifndef MOEFR_KERNELS_FBODY_H_
@@ -131,8 +131,14 @@ MF_INLINE int f_row(mf_dt dt, const mf_fwd_row *t, size_t j0, size_t n, double *
     size_t i = 0;
     float s32[MF_FWD_KMAX];
     if (flags == MF_FWD_FINAL && have0 && mf_fwd_s32(t, s32)) {
-#if MF_V_FWD_NV == 8 /* the fp64 blocks' width: 64 elements only where registers are wide */
-        for (; i + 64 <= n; i += 64) f32_block(dt, t, s32, j0 + i, nt, 4);
+#if MF_V_FWD_NV == 8
+        /* 64 elements a block where registers are wide, but only for 16-bit
+         * data: a block reads at most 128 bytes of each row. fp32 blocks of
+         * 64 (256 bytes of each of K rows in flight) ran the forward at
+         * 0.42-0.67 of memcpy on Zen 4, blocks of 32 at 0.79-0.87 (issue 24,
+         * docs/BENCHMARKS.md). The groups, and so the bits, are the same. */
+        if (dt != MF_F32)
+            for (; i + 64 <= n; i += 64) f32_block(dt, t, s32, j0 + i, nt, 4);
 #endif
         for (; i + 32 <= n; i += 32) f32_block(dt, t, s32, j0 + i, nt, 2);
         if (i < n) mf_fwd_group32_ref(dt, t, s32, j0, i, n);

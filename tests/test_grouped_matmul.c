@@ -263,6 +263,44 @@ static void k_split_case(void) {
     mat_free(&x), mat_free(&w), out_free(&y);
 }
 
+/* Outputs larger than one tile (phase 2 cuts 512 x 1024), so a worker moves
+ * between row blocks and column panels and keeps a packed operand across
+ * tiles: the K split with x a transposed view keeps x's row block (the
+ * weight gradient), the M split with a transposed weight keeps the weight's
+ * panel (the input gradient). Every element against the oracle. */
+static void tiles_case(bool ksplit) {
+    const int dt = tu_chance(50) ? ACL_BF16 : ACL_FLOAT16;
+    const int64_t E = tu_int(2, 3), M = tu_int(513, 1100), N = tu_int(1025, 1300), K = tu_int(1, 9);
+    int64_t size[8], list[8];
+    split_rows(E, ksplit ? K * E : M, 0, size, list);
+    const int64_t KT = ksplit ? K * E : K;
+    const int64_t xd[2] = {M, KT}, wk[2] = {KT, N}, w3[3] = {E, K, N}, yk[3] = {E, M, N}, ym[2] = {M, N};
+    mat x = mat_new(dt, 2, xd, ksplit ? 2 : 0, 1.0);
+    mat w = ksplit ? mat_new(dt, 2, wk, 0, 1.0) : mat_new(dt, 3, w3, 2, 1.0);
+    outm y = ksplit ? out_new(dt, 3, yk) : out_new(dt, 2, ym);
+    int64_t *keep;
+    aclTensor *gl = i64_tensor(list, E, &keep);
+    aclTensorList *lx = list1(dupm(&x)), *lw = list1(dupm(&w)), *ly = list1(dupo(&y));
+    aclnnStatus rc = run_v4(lx, lw, NULL, gl, 3, ksplit ? 2 : 0, 0, ly);
+    g_cases++;
+    CHECK(rc == ACLNN_SUCCESS, "tiles (%s, %s E %lld M %lld N %lld K %lld): %d %s", ksplit ? "k split" : "m split",
+          dtname(dt), (long long)E, (long long)M, (long long)N, (long long)KT, rc, tu_msg());
+    if (rc == ACLNN_SUCCESS) {
+        int64_t r0 = 0;
+        for (int64_t g = 0; g < E; g++) {
+            const int bad = ksplit ? check_block("tiles k split", &y, g * M * N, 0, M, N, x.v + r0, KT, 1, w.v + r0 * N,
+                                                 N, 1, size[g], NULL)
+                                   : check_block("tiles m split", &y, 0, r0, r0 + size[g], N, x.v + r0 * K, K, 1,
+                                                 w.v + g * K * N, N, 1, K, NULL);
+            if (bad) break;
+            r0 += size[g];
+        }
+    }
+    aclDestroyTensorList(lx), aclDestroyTensorList(lw), aclDestroyTensorList(ly);
+    tu_destroy(gl), free(keep);
+    mat_free(&x), mat_free(&w), out_free(&y);
+}
+
 /* groupType -1: lists of x (m_i, K_i) (sometimes 3-D), weight (K_i, N_i), out. */
 static void no_split_case(void) {
     const int dt = pick_dt();
@@ -615,6 +653,7 @@ int main(int argc, char **argv) {
         cann_example();
         validation();
         repeat_bits();
+        tiles_case(true), tiles_case(false), tiles_case(true);
     }
     for (int i = 0; i < (g_hash ? 12 : 60); i++) {
         m_split_case(i % 2 == 1);

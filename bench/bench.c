@@ -565,6 +565,28 @@ static int isa_compare(int argc, char **argv, const char *list) {
         args[na++] = argv[i];
     }
     args[na] = NULL;
+    /* the path this CPU gets without MOEFR_ISA, asked of a child (moefrIsa()
+     * settles once per process, and ours may have MOEFR_ISA set) */
+    char dflt[16] = "";
+    {
+        int fd[2];
+        if (pipe(fd) != 0) return 1;
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid < 0) return 1;
+        if (pid == 0) {
+            close(fd[0]);
+            unsetenv("MOEFR_ISA");
+            const char *d = moefrIsa();
+            ssize_t w = write(fd[1], d, strlen(d));
+            _exit(w < 0);
+        }
+        close(fd[1]);
+        ssize_t got = read(fd[0], dflt, sizeof dflt - 1);
+        dflt[got > 0 ? got : 0] = '\0';
+        close(fd[0]);
+        waitpid(pid, NULL, 0);
+    }
     static isa_row rows[ISA_ROWS];
     int nrows = 0, ran[8] = {0}, fails = 0;
     for (int k = 0; k < nisa; k++) {
@@ -615,20 +637,28 @@ static int isa_compare(int argc, char **argv, const char *list) {
     }
     /* speed of each path relative to the fastest path on that row, from the
      * copy-normalised median ratios (load from other processes cancels) */
-    printf("\nkernel paths side by side: ratio to memcpy (median of pairs), and speed relative to the best path\n");
+    int kd = -1; /* the default path's column */
+    for (int k = 0; k < nisa; k++)
+        if (ran[k] && strcmp(names[k], dflt) == 0) kd = k;
+    printf("\nkernel paths side by side: ratio to memcpy (median of pairs), and speed relative to the best path;\n"
+           "* marks the default path (no MOEFR_ISA) on this CPU: %s%s\n",
+           dflt[0] ? dflt : "unknown", kd < 0 ? " (not among the paths run)" : "");
     if (g_markdown) {
         printf("| row | dtype |");
         for (int k = 0; k < nisa; k++)
-            if (ran[k]) printf(" %s ratio | %s rel. |", names[k], names[k]);
+            if (ran[k]) printf(" %s%s ratio | %s rel. |", names[k], k == kd ? " (default)" : "", names[k]);
         printf("\n|---|---|");
         for (int k = 0; k < nisa; k++)
             if (ran[k]) printf("---|---|");
         printf("\n");
     }
+    double worst = 2;  /* the default's lowest speed relative to the best path */
+    int worst_row = -1;
     for (int r = 0; r < nrows; r++) {
         double best = 0;
         for (int k = 0; k < nisa; k++)
             if (ran[k] && rows[r].ratio[k] > best) best = rows[r].ratio[k];
+        if (kd >= 0 && best > 0 && rows[r].ratio[kd] / best < worst) worst = rows[r].ratio[kd] / best, worst_row = r;
         char *sp = strrchr(rows[r].key, ' ');
         if (g_markdown) printf("| %.*s | %s |", (int)(sp - rows[r].key), rows[r].key, sp + 1);
         else printf("  %-32s", rows[r].key);
@@ -636,10 +666,13 @@ static int isa_compare(int argc, char **argv, const char *list) {
             if (!ran[k]) continue;
             double rel = best > 0 ? rows[r].ratio[k] / best : 0;
             if (g_markdown) printf(" %.3f | %.2f |", rows[r].ratio[k], rel);
-            else printf("  %s %.3f (%.2fx)", names[k], rows[r].ratio[k], rel);
+            else printf("  %s%s %.3f (%.2fx)", names[k], k == kd ? "*" : "", rows[r].ratio[k], rel);
         }
         printf("\n");
     }
+    if (worst_row >= 0)
+        printf("default path %s: at least %.2fx of the best path on every row (lowest: %s)\n", dflt, worst,
+               rows[worst_row].key);
     return fails ? 1 : 0;
 }
 

@@ -644,6 +644,18 @@ def test_misc():
     p = subprocess.run(emu + [moefr, "-v"] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     if p.returncode != 0 or "kernel path scalar" not in p.stderr:
         fail(f"MOEFR_ISA=scalar -v: {p.returncode} {p.stderr!r}")
+    # bench --isa all marks the default path: the one a process without
+    # MOEFR_ISA gets (-v says which), even when the bench itself runs forced
+    env = {k: v for k, v in os.environ.items() if k != "MOEFR_ISA"}
+    p = subprocess.run(emu + [moefr, "-v"] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    dflt = p.stderr.split("kernel path ")[1].split()[0].rstrip(",") if "kernel path " in p.stderr else "?"
+    p = subprocess.run(emu + [moefr, "bench", "--shape", "33,3,96,fp32", "--forward", "--isa", "all", "--no-torch",
+                              "--no-threads", "--reps", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, env=dict(os.environ, MOEFR_ISA="scalar"))
+    marked = [ln for ln in p.stdout.splitlines() if f" {dflt}* " in ln]
+    if (p.returncode != 0 or f"default path (no MOEFR_ISA) on this CPU: {dflt}\n" not in p.stdout or len(marked) != 2
+            or f"default path {dflt}: at least" not in p.stdout):
+        fail(f"bench --isa all: default {dflt!r}, exit {p.returncode}, marked rows {marked!r}: {p.stdout[-600:]!r}")
 
 
 if what == "grad":

@@ -518,7 +518,8 @@ static void usage(FILE *f, const char *prog) {
             "  --routing[=H]: the routing family's data movers (moefr_bench --routing lists them) at N=8192 K=8 H=4096 (or H) E=64, fp32, bf16\n"
             "  against a same-traffic memcpy (bench/routing.c says which bytes; --quick: N=1024).\n"
             "  --isa LIST|all: run everything once per kernel path (comma-separated, or every path this\n"
-            "  CPU runs), each in a child with MOEFR_ISA set, then compare the paths row by row.\n"
+            "  CPU runs), each in a child with MOEFR_ISA set, then compare the paths row by row; * marks\n"
+            "  the default path (the one a process without MOEFR_ISA gets).\n"
             "  dtype: fp32, bf16 or fp16. Environment: MOEFR_NUM_THREADS, MOEFR_ISA.\n",
             prog, "MOEFR_NUM_THREADS");
 }

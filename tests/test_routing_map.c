@@ -511,6 +511,10 @@ int main(void) {
     /* every expert for each token: three groups of rows, rows past one tile of 512 with a tail */
     unpermute_case(ACL_BF16, ACL_INT8, 40, 19, 19, 531, 0, 1, 0);
     unpermute_case(ACL_FLOAT, ACL_BOOL, 33, 17, 17, 517, 0, 0, 0);
+    /* outputs past 32 MiB (the streaming-store threshold is at most that):
+     * rows leave by streaming stores, rows of odd length (unaligned starts) */
+    unpermute_case(ACL_FLOAT, ACL_BOOL, 2051, 6, 2, 4099, 0, 1, 0);
+    unpermute_case(ACL_BF16, ACL_INT8, 2051, 5, 1, 8195, 0, 0, 0);
     printf("test_routing_map: %d cases, %d checks, %d failures\n", g_cases, g_checks, g_fail);
     return g_fail != 0;
 }

@@ -488,12 +488,19 @@ typedef struct up_ctx {
     const int32_t *idx;
     const float *pr; /* NULL without probs */
     char *out;
+    /* out is larger than the streaming-store threshold: rows leave through
+     * the kernel table's streaming copy (no read-for-ownership of out's
+     * lines: fp32 0.69-0.72 -> 0.75-0.79 of memcpy on Zen 4) */
+    int nt;
+    void (*copy)(void *dst, const void *src, size_t bytes, int nt);
+    void (*fence)(void);
 } up_ctx;
 static void up_tokens(void *vc, int64_t r0, int64_t r1) {
     const up_ctx *c = vc;
     const up_plan *p = c->p;
     const int64_t H = p->H, K = p->K, es = (int64_t)p->es;
     float acc[RM_TILE];
+    char r16[RM_TILE * 2]; /* a rounded 16-bit tile on its way out */
     for (int64_t r = r0; r < r1; r++)
         for (int64_t h0 = 0; h0 < H; h0 += RM_TILE) {
             const int64_t n = H - h0 < RM_TILE ? H - h0 : RM_TILE;
@@ -521,9 +528,17 @@ static void up_tokens(void *vc, int64_t r0, int64_t r1) {
                 first = false;
             }
             char *o = c->out + (r * H + h0) * es;
-            if (first) memset(o, 0, (size_t)(n * es));
-            else mf_narrow_f32(o, es, p->dtype, n, acc);
+            if (first) {
+                memset(o, 0, (size_t)(n * es));
+            } else if (c->nt) { /* rounded here, then whole lines streamed out */
+                const void *src = acc;
+                if (p->dtype != ACL_FLOAT) mf_narrow_f32(r16, es, p->dtype, n, acc), src = r16;
+                c->copy(o, src, (size_t)(n * es), 1);
+            } else {
+                mf_narrow_f32(o, es, p->dtype, n, acc);
+            }
         }
+    if (c->nt) c->fence(); /* this worker's streaming stores land before the pool's join */
 }
 
 static aclnnStatus up_run(const void *plan, const aclTensor *const *t, void *workspace) {
@@ -560,7 +575,8 @@ static aclnnStatus up_run(const void *plan, const aclTensor *const *t, void *wor
                     }
         }
         up_ctx c = {p,   mf_rm_acc_generic, NULL, rm_mat_of(t[U_X]), idx, p->probs ? pv : NULL,
-                    mf_tensor_base(t[U_OUT])};
+                    mf_tensor_base(t[U_OUT]), 0, mf_kernels()->copy, mf_kernels()->fence};
+        c.nt = p->N * p->H * es >= mf_nt_threshold();
         const bool dense = c.x.s1 == es && p->dtype != ACL_FLOAT16; /* whole vectors of FLOAT or BF16 */
         if (dense) c.sum = mf_rm_sum_generic;
 #if defined(MOEFR_X86_KERNELS)

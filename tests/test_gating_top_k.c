@@ -125,13 +125,18 @@ static int cand_cmp(const void *a, const void *b) {
 }
 /* Sorts a[0..n) by (value descending, index ascending); *near when a
  * decision among the first `need` (the order inside them, and the boundary
- * with the next) is within rel of a tie between different values. */
+ * with the next) is within rel of a tie between different values. Not only
+ * neighbours: behind an exact tie (a[i] == a[i + 1]) the next different
+ * value may be within rel of both (CI seed 1796242091648509: groups 4 and
+ * 14 tied exactly at the kG boundary, group 1 1.3e-8 below them). */
 static void sort_cands(cand *a, int64_t n, int64_t need, double rel, int *near) {
     qsort(a, (size_t)n, sizeof *a, cand_cmp);
-    for (int64_t i = 0; i < need && i + 1 < n; i++) {
-        const double d = a[i].v - a[i + 1].v, m = fmax(fabs(a[i].v), fabs(a[i + 1].v));
-        if (d != 0 && d <= rel * (m + 1e-30)) *near = 1;
-    }
+    for (int64_t i = 0; i < need && i + 1 < n; i++)
+        for (int64_t j = i + 1; j < n; j++) {
+            const double d = a[i].v - a[j].v, m = fmax(fabs(a[i].v), fabs(a[j].v));
+            if (d > rel * (m + 1e-30)) break; /* sorted: every later value is further away */
+            if (d != 0) *near = 1;
+        }
 }
 
 /* One row: x[E] (values exact in the dtype), bias[E] or NULL; picks[k],
@@ -318,10 +323,11 @@ static void check(const prob *p, const double *x, const double *bias, const int3
                   (long long)got[0], (long long)pk[0], ties ? " (near tie on the grid)" : "");
             if (!same) {
                 bad++;
-                printf("  (fused %d dt %d R %lld E %lld k %lld G %lld kG %lld mode %lld topn %lld norm %d bias %d map %d strided %d)\n",
+                printf("  (fused %d dt %d R %lld E %lld k %lld G %lld kG %lld mode %lld topn %lld norm %d bias %d map %d strided %d"
+                       " grid %d ties %d)\n",
                        p->fused, (int)p->dt, (long long)R, (long long)E, (long long)k, (long long)p->G,
                        (long long)p->kG, (long long)p->mode, (long long)p->topn, p->norm, p->has_bias, p->mapping,
-                       strided);
+                       strided, grid, ties);
                 for (int64_t i = 0; i < k; i++) printf("  %lld/%lld", (long long)got[i], (long long)pk[i]);
                 printf("\n");
                 if (getenv("GT_DEBUG"))

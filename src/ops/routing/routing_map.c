@@ -492,8 +492,7 @@ typedef struct up_ctx {
      * the kernel table's streaming copy (no read-for-ownership of out's
      * lines: fp32 0.69-0.72 -> 0.75-0.79 of memcpy on Zen 4) */
     int nt;
-    void (*copy)(void *dst, const void *src, size_t bytes, int nt);
-    void (*fence)(void);
+    const mf_ukernels *uk; /* its copy and fence */
 } up_ctx;
 static void up_tokens(void *vc, int64_t r0, int64_t r1) {
     const up_ctx *c = vc;
@@ -533,12 +532,12 @@ static void up_tokens(void *vc, int64_t r0, int64_t r1) {
             } else if (c->nt) { /* rounded here, then whole lines streamed out */
                 const void *src = acc;
                 if (p->dtype != ACL_FLOAT) mf_narrow_f32(r16, es, p->dtype, n, acc), src = r16;
-                c->copy(o, src, (size_t)(n * es), 1);
+                c->uk->copy(o, src, (size_t)(n * es), 1);
             } else {
                 mf_narrow_f32(o, es, p->dtype, n, acc);
             }
         }
-    if (c->nt) c->fence(); /* this worker's streaming stores land before the pool's join */
+    if (c->nt) c->uk->fence(); /* this worker's streaming stores land before the pool's join */
 }
 
 static aclnnStatus up_run(const void *plan, const aclTensor *const *t, void *workspace) {
@@ -575,7 +574,7 @@ static aclnnStatus up_run(const void *plan, const aclTensor *const *t, void *wor
                     }
         }
         up_ctx c = {p,   mf_rm_acc_generic, NULL, rm_mat_of(t[U_X]), idx, p->probs ? pv : NULL,
-                    mf_tensor_base(t[U_OUT]), 0, mf_kernels()->copy, mf_kernels()->fence};
+                    mf_tensor_base(t[U_OUT]), 0, mf_kernels()};
         c.nt = p->N * p->H * es >= mf_nt_threshold();
         const bool dense = c.x.s1 == es && p->dtype != ACL_FLOAT16; /* whole vectors of FLOAT or BF16 */
         if (dense) c.sum = mf_rm_sum_generic;

@@ -340,6 +340,21 @@ static double tiny_us(int with_scales) {
     return best;
 }
 
+/* A pipe and a child: the child keeps fd[1] (write), the parent fd[0]
+ * (read); stdout is flushed first so the child does not repeat it. -1 on
+ * failure, with both ends closed. */
+static pid_t fork_piped(int fd[2]) {
+    if (pipe(fd) != 0) return -1;
+    fflush(stdout);
+    const pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]), close(fd[1]);
+        return -1;
+    }
+    close(pid == 0 ? fd[0] : fd[1]);
+    return pid;
+}
+
 /* ---- runs in a child that sets the environment before the library reads it ----
  * arith = 0: each shape on 1 thread (ms). arith = 1: the backward's arithmetic
  * alone (ns per gradExpandedX row): 1 thread, only as many tokens as keep the
@@ -352,12 +367,9 @@ static double tiny_us(int with_scales) {
 #define ARITH_ROW_BYTES 2048
 static int child_runs(const int64_t (*shapes)[4], int n, double *out, int arith) {
     int fd[2];
-    if (pipe(fd) != 0) return -1;
-    fflush(stdout);
-    pid_t pid = fork();
+    const pid_t pid = fork_piped(fd);
     if (pid < 0) return -1;
     if (pid == 0) {
-        close(fd[0]);
         setenv("MOEFR_NUM_THREADS", "1", 1);
         if (arith && n != 1) _exit(1);
         if (arith) {
@@ -382,7 +394,6 @@ static int child_runs(const int64_t (*shapes)[4], int n, double *out, int arith)
         }
         _exit(0);
     }
-    close(fd[1]);
     int ok = 0;
     for (int i = 0; i < n; i++)
         if (read(fd[0], &out[i], sizeof out[i]) != (ssize_t)sizeof out[i]) out[i] = -1;
@@ -571,18 +582,14 @@ static int isa_compare(int argc, char **argv, const char *list) {
     char dflt[16] = "";
     {
         int fd[2];
-        if (pipe(fd) != 0) return 1;
-        fflush(stdout);
-        pid_t pid = fork();
+        const pid_t pid = fork_piped(fd);
         if (pid < 0) return 1;
         if (pid == 0) {
-            close(fd[0]);
             unsetenv("MOEFR_ISA");
             const char *d = moefrIsa();
             ssize_t w = write(fd[1], d, strlen(d));
             _exit(w < 0);
         }
-        close(fd[1]);
         ssize_t got = read(fd[0], dflt, sizeof dflt - 1);
         dflt[got > 0 ? got : 0] = '\0';
         close(fd[0]);
@@ -592,12 +599,9 @@ static int isa_compare(int argc, char **argv, const char *list) {
     int nrows = 0, ran[8] = {0}, fails = 0;
     for (int k = 0; k < nisa; k++) {
         int fd[2];
-        if (pipe(fd) != 0) return 1;
-        fflush(stdout);
-        pid_t pid = fork();
+        const pid_t pid = fork_piped(fd);
         if (pid < 0) return 1;
         if (pid == 0) {
-            close(fd[0]);
             setenv("MOEFR_ISA", names[k], 1);
             if (strcmp(moefrIsa(), "refused") == 0) {
                 printf("\n== MOEFR_ISA=%s: not a path this CPU/build runs, skipped\n", names[k]);
@@ -611,7 +615,6 @@ static int isa_compare(int argc, char **argv, const char *list) {
             if (g_report) fclose(g_report);
             _exit(rc);
         }
-        close(fd[1]);
         FILE *in = fdopen(fd[0], "r");
         char line[256];
         while (in && fgets(line, sizeof line, in)) {

@@ -66,7 +66,8 @@ typedef struct qg_ctx {
 static void qg_rows(void *vctx, int64_t i0, int64_t i1) {
     const qg_ctx *c = vctx;
     for (int64_t i = i0; i < i1; i++)
-        mf_quant_int8_row(c->q, mf_row(&c->x, c->src[i]), c->x.s_col, c->xdtype, NULL, 0, c->H, c->out + i * c->H);
+        mf_quant_int8_row(c->q, mf_row(&c->x, c->src[i]), c->x.s_col, c->xdtype, NULL, 0, c->H, c->out + i * c->H,
+                          i + 1 < i1 ? mf_row(&c->x, c->src[i + 1]) : NULL);
 }
 
 static aclnnStatus irq_run(const void *plan, const aclTensor *const *t, void *workspace) {

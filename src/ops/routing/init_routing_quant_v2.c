@@ -207,7 +207,9 @@ static void qg2_rows(void *vctx, int64_t i0, int64_t i1) {
         const char *sm = NULL;
         if (c->p->smooth == SMOOTH_1H) sm = mf_row(&c->sm, 0);
         else if (c->p->smooth == SMOOTH_EH) sm = mf_row(&c->sm, r->drop_pad ? i / r->C : (int64_t)c->key[j]);
-        const float s = mf_quant_int8_row(&c->q, mf_row(&c->x, j / r->K), c->x.s_col, c->xdtype, sm, c->sm.s_col, H, o);
+        const int32_t jn = i + 1 < i1 ? c->map[i + 1] : -1; /* the next row, prefetched meanwhile */
+        const float s = mf_quant_int8_row(&c->q, mf_row(&c->x, j / r->K), c->x.s_col, c->xdtype, sm, c->sm.s_col, H, o,
+                                          jn < 0 ? NULL : mf_row(&c->x, jn / r->K));
         if (c->dqs) c->dqs[i] = s;
     }
 }

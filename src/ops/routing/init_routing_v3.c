@@ -418,7 +418,9 @@ static void quant_rows(void *vc, int64_t i0, int64_t i1) {
         /* the arithmetic of arch35 moe_v3_gather_static_quant.h / moe_v3_gather_dynamic_quant.h:
          * the static one is QuantV2's; the dynamic one rounds the fp32 quotient half to even */
         const char *sm = c->smooth ? c->smooth + (int64_t)c->key[j] * c->sm_s0 * 4 : NULL;
-        const float s = mf_quant_int8_row(&c->q, mf_row(&c->x, j / p->K), c->x.s_col, p->xdt, sm, c->sm_s1 * 4, p->H, q);
+        const int32_t jn = i + 1 < i1 ? c->src[i + 1] : -1; /* the next row, prefetched meanwhile */
+        const float s = mf_quant_int8_row(&c->q, mf_row(&c->x, j / p->K), c->x.s_col, p->xdt, sm, c->sm_s1 * 4, p->H, q,
+                                          jn < 0 ? NULL : mf_row(&c->x, jn / p->K));
         if (c->scale_out) c->scale_out[i] = s;
     }
 }

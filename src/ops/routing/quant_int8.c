@@ -66,8 +66,11 @@ static const q8_loops *q8_pick(void) {
     return &generic;
 }
 
+/* Elements quantised between two slices of the next row's prefetch. */
+#define PF_CHUNK 256
+
 float mf_quant_int8_row(const mf_q8 *q, const char *x, int64_t xstep, int xdtype, const char *smooth, int64_t sstep,
-                        int64_t H, int8_t *out) {
+                        int64_t H, int8_t *out, const char *next) {
     float v[TILE], sm[TILE];
     if (q->mode == 0) {
         const float hs = mf_f16_to_f32(q->hs);
@@ -111,8 +114,20 @@ float mf_quant_int8_row(const mf_q8 *q, const char *x, int64_t xstep, int xdtype
          * every n + 0.5 with |n + 0.5| < 1024 is an fp16 value, so the
          * truncation never crosses one, and past 1024 both saturate; one
          * rounding gives the same int8 */
-        for (int64_t j = k->quant(w, n, s, q->even, out + h0); j < n; j++)
-            out[h0 + j] = q->even ? even8(w[j] / s) : away8(w[j] / s);
+        int64_t j = 0;
+        if (next == NULL || xstep > 4) {
+            j = k->quant(w, n, s, q->even, out + h0);
+        } else { /* the same loop in chunks, each followed by its share of the next row's lines, into L2
+                  * (locality 2: into L1 they evicted the row being quantised, and gained little) */
+            const char *pf = next + h0 * xstep, *pf_end = next + (h0 + n) * xstep;
+            while (j < n) {
+                const int64_t c = n - j < PF_CHUNK ? n - j : PF_CHUNK, d = k->quant(w + j, c, s, q->even, out + h0 + j);
+                for (const char *e = pf + c * xstep; pf < e && pf < pf_end; pf += 64) __builtin_prefetch(pf, 0, 2);
+                j += d;
+                if (d < c) break; /* the last partial vector: the tail below */
+            }
+        }
+        for (; j < n; j++) out[h0 + j] = q->even ? even8(w[j] / s) : away8(w[j] / s);
         if (direct) break;
     }
     return s;

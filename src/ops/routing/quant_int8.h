@@ -14,14 +14,18 @@
  * sat8(round(v[j] / s)) (0 for NaN), half away from zero (QuantV2's kernel) or,
  * with even, half to even (InitRoutingV3's); returns s.
  * x: H elements of xdtype (FLOAT/FLOAT16/BF16) xstep bytes apart; smooth: H
- * fp32 values sstep bytes apart. */
+ * fp32 values sstep bytes apart. next: the row the caller quantises next
+ * (same xstep, dtype and H; NULL for none), prefetched into L2 while this
+ * one is quantised: gathered rows are in no order a hardware prefetcher
+ * sees, and the quantising pass is arithmetic that the fetch can hide
+ * behind (docs/BENCHMARKS.md, "InitRoutingQuantV2"). */
 typedef struct mf_q8 {
     int mode;
     bool even; /* mode 1: round the quotient half to even */
     uint16_t hs, ho;
 } mf_q8;
 float mf_quant_int8_row(const mf_q8 *q, const char *x, int64_t xstep, int xdtype, const char *smooth, int64_t sstep,
-                        int64_t H, int8_t *out);
+                        int64_t H, int8_t *out, const char *next);
 
 /* quant_int8_core.h's loops, per width: whole vectors of v[0..n), returning
  * how many elements they did */

@@ -1,7 +1,8 @@
 /* quant_int8_core.h - the dynamic int8 quantisation's two vector loops over
  * GT_W-lane generic vectors (ops/gv.h), built once per width: generic four
  * lanes in quant_int8.c, AVX2 eight lanes in quant_int8_avx2.c. The includer
- * defines GT_W, Q8_ABSMAX and Q8_QUANT (the functions' names). Each lane
+ * defines GT_W, Q8_ABSMAX and Q8_QUANT (the functions' names; without
+ * Q8_QUANT only the max loop is built, quant_int8_avx2.c). Each lane
  * does what quant_int8.c's scalar helpers do (a max, one IEEE division, a
  * clamp, a rounding), so every width gives the same bytes. Both loops take
  * whole vectors only and return how many elements they did; the caller
@@ -31,6 +32,7 @@ int64_t Q8_ABSMAX(const float *v, int64_t n, float *m) {
     return j;
 }
 
+#ifdef Q8_QUANT
 /* q with NaN -> 0, clamped to [-128, 127] */
 static inline gvf q8_clamp(gvf q) {
     const gvf hi = gv_splat(127.0f), lo = gv_splat(-128.0f);
@@ -65,3 +67,4 @@ int64_t Q8_QUANT(const float *v, int64_t n, float s, bool even, int8_t *out) {
     for (; j + GT_W <= n; j += GT_W) q8_round_store(q8_clamp(gv_load(v + j) / sv), even, out + j);
     return j;
 }
+#endif

@@ -70,9 +70,36 @@ static inline gvf rm_vld(const char *row, int dtype, int64_t j) {
 
 void RM_SUM(float *acc, const char *const *rows, const float *pv, int nr, int dtype, int64_t n, bool first,
             bool scale);
+/* RM_U vectors of elements at once: each element's sum over the rows is a
+ * chain of dependent adds (their order is the result's), so independent
+ * elements' chains are interleaved to hide the adds' latency; one chain at
+ * a time left the bf16 sum bound by it at about half of memcpy */
+#define RM_U 4
+#define RM_UNROLL _Pragma("GCC unroll 4")
 void RM_SUM(float *acc, const char *const *rows, const float *pv, int nr, int dtype, int64_t n, bool first,
             bool scale) {
     int64_t j = 0;
+    for (; j + RM_U * GT_W <= n; j += RM_U * GT_W) {
+        gvf a[RM_U];
+        int q = 0;
+        if (first) {
+            RM_UNROLL for (int u = 0; u < RM_U; u++) {
+                a[u] = rm_vld(rows[0], dtype, j + u * GT_W);
+                if (scale) a[u] = a[u] * gv_splat(pv[0]);
+            }
+            q = 1;
+        } else {
+            RM_UNROLL for (int u = 0; u < RM_U; u++) a[u] = gv_load(acc + j + u * GT_W);
+        }
+        for (; q < nr; q++) {
+            const gvf p = gv_splat(pv[q]);
+            RM_UNROLL for (int u = 0; u < RM_U; u++) {
+                const gvf x = rm_vld(rows[q], dtype, j + u * GT_W);
+                a[u] = scale ? a[u] + x * p : a[u] + x;
+            }
+        }
+        RM_UNROLL for (int u = 0; u < RM_U; u++) gv_store(acc + j + u * GT_W, a[u]);
+    }
     for (; j + GT_W <= n; j += GT_W) {
         int q = 0;
         gvf a;

@@ -4,7 +4,8 @@
  * decision and the clamp happen), random bit patterns (NaN, infinities,
  * subnormals), and real quotients v / s with ties placed on purpose; both
  * roundings (half away from zero, MoeInitRoutingQuantV2; half to even,
- * InitRoutingV3). Each loop may stop short of n (whole vectors only): the
+ * InitRoutingV3); on x86 also the AVX2 loops over raw bfloat16 rows (every
+ * bf16 value, and the max on their bits). Each loop may stop short of n (whole vectors only): the
  * bytes it says it did are checked, the rest must keep their poison. */
 #include <math.h>
 
@@ -61,6 +62,50 @@ static void check_block(const float *v, int64_t n, float s, int8_t *out, const c
     }
 }
 
+#if defined(MOEFR_X86_KERNELS)
+/* The AVX2 loops over raw bfloat16 rows: every bf16 pattern quantised by s
+ * = 1, 2^-7 (exact) and random s; the max on the raw bits against the max of
+ * the widened values (NaN never wins, infinity does), on odd lengths. */
+static void check_bf16_loops(float *v, int8_t *out) {
+    uint16_t *h = malloc(65536 * sizeof *h);
+    CHECK(h != NULL);
+    for (uint32_t i = 0; i < 65536; i++) h[i] = (uint16_t)i, v[i] = mf_bf16_to_f32((uint16_t)i);
+    for (int r = 0; r < 8; r++) {
+        const float s = r == 0 ? 1.0f : r == 1 ? 0x1p-7f : (float)(ldexp(1.0 + tu_unit(), (int)tu_int(-40, 40)) / 127.0);
+        for (int e = 0; e < 2; e++) {
+            memset(out, 0x5A, 65536);
+            const int64_t n = r < 2 ? 65536 : tu_int(1, 65536), done = mf_q8_quant_bf16_avx2(h, n, s, e == 1, out);
+            if (done % 8 != 0 || done > n || n - done >= 8) TU_FAIL("bf16 quant loop did %" PRId64 " of %" PRId64, done, n);
+            for (int64_t j = 0; j < 65536; j++) {
+                const int8_t want = j < done ? oracle(v[j], s, e == 1) : (int8_t)0x5A;
+                if (out[j] != want)
+                    TU_FAIL("bf16 quant loop, %s: bits %04x / s = %a -> %d, want %d", e ? "half to even" : "half away",
+                            (unsigned)h[j], (double)s, out[j], want);
+            }
+            g_checked += done;
+        }
+    }
+    for (int r = 0; r < 2000; r++) {
+        const int64_t n = tu_int(1, 300);
+        for (int64_t j = 0; j < n; j++) {
+            h[j] = (uint16_t)tu_next();
+            if (tu_chance(3)) h[j] = (uint16_t)(h[j] | 0x7F80u); /* NaN or infinity */
+        }
+        float want = 0.0f, got = tu_chance(50) ? 0.0f : 0.5f; /* the running max it starts from */
+        want = got;
+        const int64_t done = mf_q8_absmax_bf16_avx2(h, n, &got);
+        if (done % 16 != 0 || done > n || n - done >= 16) TU_FAIL("bf16 max loop did %" PRId64 " of %" PRId64, done, n);
+        for (int64_t j = 0; j < done; j++) {
+            const double a = fabs((double)mf_bf16_to_f32(h[j]));
+            if (a == a && a > want) want = (float)a;
+        }
+        if (mf_f32_bits(got) != mf_f32_bits(want))
+            TU_FAIL("bf16 max loop over %" PRId64 " values: %a, want %a", done, (double)got, (double)want);
+    }
+    free(h);
+}
+#endif
+
 int main(void) {
     tu_seed("test_quant_int8");
 #if defined(MOEFR_X86_KERNELS)
@@ -104,6 +149,9 @@ int main(void) {
         }
         check_block(v, n, s, out, "quotients");
     }
+#if defined(MOEFR_X86_KERNELS)
+    if (g_avx2_ok) check_bf16_loops(v, out);
+#endif
     printf("test_quant_int8: %" PRId64 " quantised elements checked, all equal to the float64 oracle\n", g_checked);
     free(v);
     free(out);

@@ -52,15 +52,18 @@ static void widen_tile(const char *x, int64_t xstep, int xdtype, const char *smo
     }
 }
 
-/* the dynamic mode's two vector loops, per kernel path (quant_int8_core.h) */
+/* the dynamic mode's two vector loops, per kernel path (quant_int8_core.h);
+ * absmax16 / quant16: the same over raw bfloat16 values, or NULL */
 typedef struct q8_loops {
     int64_t (*absmax)(const float *v, int64_t n, float *m);
     int64_t (*quant)(const float *v, int64_t n, float s, bool even, int8_t *out);
+    int64_t (*absmax16)(const uint16_t *v, int64_t n, float *m);
+    int64_t (*quant16)(const uint16_t *v, int64_t n, float s, bool even, int8_t *out);
 } q8_loops;
 static const q8_loops *q8_pick(void) {
-    static const q8_loops generic = {mf_q8_absmax_generic, mf_q8_quant_generic};
+    static const q8_loops generic = {mf_q8_absmax_generic, mf_q8_quant_generic, NULL, NULL};
 #if defined(MOEFR_X86_KERNELS)
-    static const q8_loops avx2 = {mf_q8_absmax_avx2, mf_q8_quant_avx2};
+    static const q8_loops avx2 = {mf_q8_absmax_avx2, mf_q8_quant_avx2, mf_q8_absmax_bf16_avx2, mf_q8_quant_bf16_avx2};
     if (strncmp(mf_kernels()->isa, "avx", 3) == 0) return &avx2; /* avx2, avx512: the same bytes */
 #endif
     return &generic;
@@ -68,6 +71,30 @@ static const q8_loops *q8_pick(void) {
 
 /* Elements quantised between two slices of the next row's prefetch. */
 #define PF_CHUNK 256
+
+/* The quantising pass's vector loop over n elements at w (fp32, or raw
+ * bfloat16 with raw16), returning how many it did. With pf (the next row's
+ * matching part, pf_step bytes per element), in chunks, each followed by
+ * its share of pf's lines, into L2 (locality 2: into L1 they evicted the
+ * row being quantised, and gained little). */
+static int64_t quant_pass(const q8_loops *k, const void *w, bool raw16, int64_t n, float s, bool even, int8_t *out,
+                          const char *pf, int64_t pf_step) {
+    int64_t j = 0;
+    while (j < n) {
+        const int64_t c = pf == NULL || n - j < PF_CHUNK ? n - j : PF_CHUNK;
+        const int64_t d = raw16 ? k->quant16((const uint16_t *)w + j, c, s, even, out + j)
+                                : k->quant((const float *)w + j, c, s, even, out + j);
+        for (const char *e = pf ? pf + c * pf_step : NULL; pf < e; pf += 64) __builtin_prefetch(pf, 0, 2);
+        j += d;
+        if (d < c) break; /* the last partial vector: the caller's tail */
+    }
+    return j;
+}
+
+/* CANN narrows v / s to fp16 toward zero, then rounds half away: every
+ * n + 0.5 with |n + 0.5| < 1024 is an fp16 value, so the truncation never
+ * crosses one, and past 1024 both saturate; one rounding gives the same int8 */
+static inline int8_t quant1(float v, float s, bool even) { return even ? even8(v / s) : away8(v / s); }
 
 float mf_quant_int8_row(const mf_q8 *q, const char *x, int64_t xstep, int xdtype, const char *smooth, int64_t sstep,
                         int64_t H, int8_t *out, const char *next) {
@@ -93,42 +120,37 @@ float mf_quant_int8_row(const mf_q8 *q, const char *x, int64_t xstep, int xdtype
      * whole vectors in the kernel path's loops, the tail here */
     const q8_loops *k = q8_pick();
     float mx = 0.0f;
-    const bool direct = xdtype == ACL_FLOAT && xstep == 4 && smooth == NULL; /* read x in place */
-    const bool kept = !direct && H <= TILE; /* one widening serves both passes */
-    for (int64_t h0 = 0; h0 < H && !direct; h0 += TILE) {
+    if (xstep == 4 && xdtype == ACL_FLOAT && smooth == NULL) { /* fp32 read in place */
+        const float *xv = (const float *)(const void *)x;
+        for (int64_t j = k->absmax(xv, H, &mx); j < H; j++) mx = absmax1(xv[j], mx);
+        const float s = mx / 127.0f;
+        for (int64_t j = quant_pass(k, xv, false, H, s, q->even, out, next, 4); j < H; j++)
+            out[j] = quant1(xv[j], s, q->even);
+        return s;
+    }
+    if (xstep == 2 && xdtype == ACL_BF16 && smooth == NULL && k->quant16) { /* bf16 read in place, widened in the loops */
+        const uint16_t *xv = (const uint16_t *)(const void *)x;
+        for (int64_t j = k->absmax16(xv, H, &mx); j < H; j++) mx = absmax1(mf_bf16_to_f32(xv[j]), mx);
+        const float s = mx / 127.0f;
+        for (int64_t j = quant_pass(k, xv, true, H, s, q->even, out, next, 2); j < H; j++)
+            out[j] = quant1(mf_bf16_to_f32(xv[j]), s, q->even);
+        return s;
+    }
+    /* other dtypes, strides or a smooth scale: widened to fp32 tiles */
+    const bool kept = H <= TILE; /* one widening serves both passes */
+    for (int64_t h0 = 0; h0 < H; h0 += TILE) {
         const int64_t n = H - h0 < TILE ? H - h0 : TILE;
         widen_tile(x + h0 * xstep, xstep, xdtype, smooth ? smooth + h0 * sstep : NULL, sstep, n, v, sm);
         for (int64_t j = k->absmax(v, n, &mx); j < n; j++) mx = absmax1(v[j], mx);
     }
-    if (direct) {
-        const float *xv = (const float *)(const void *)x;
-        for (int64_t j = k->absmax(xv, H, &mx); j < H; j++) mx = absmax1(xv[j], mx);
-    }
     const float s = mx / 127.0f;
+    const bool pf = next != NULL && xstep > 0 && xstep <= 4; /* rows of packed elements */
     for (int64_t h0 = 0; h0 < H; h0 += TILE) {
-        const int64_t n = direct ? H : H - h0 < TILE ? H - h0 : TILE;
-        const float *w = v;
-        if (direct) w = (const float *)(const void *)x;
-        else if (!kept) widen_tile(x + h0 * xstep, xstep, xdtype, smooth ? smooth + h0 * sstep : NULL, sstep, n, v, sm);
-        /* CANN narrows v / s to fp16 toward zero, then rounds half away:
-         * every n + 0.5 with |n + 0.5| < 1024 is an fp16 value, so the
-         * truncation never crosses one, and past 1024 both saturate; one
-         * rounding gives the same int8 */
-        int64_t j = 0;
-        if (next == NULL || xstep > 4) {
-            j = k->quant(w, n, s, q->even, out + h0);
-        } else { /* the same loop in chunks, each followed by its share of the next row's lines, into L2
-                  * (locality 2: into L1 they evicted the row being quantised, and gained little) */
-            const char *pf = next + h0 * xstep, *pf_end = next + (h0 + n) * xstep;
-            while (j < n) {
-                const int64_t c = n - j < PF_CHUNK ? n - j : PF_CHUNK, d = k->quant(w + j, c, s, q->even, out + h0 + j);
-                for (const char *e = pf + c * xstep; pf < e && pf < pf_end; pf += 64) __builtin_prefetch(pf, 0, 2);
-                j += d;
-                if (d < c) break; /* the last partial vector: the tail below */
-            }
-        }
-        for (; j < n; j++) out[h0 + j] = q->even ? even8(w[j] / s) : away8(w[j] / s);
-        if (direct) break;
+        const int64_t n = H - h0 < TILE ? H - h0 : TILE;
+        if (!kept) widen_tile(x + h0 * xstep, xstep, xdtype, smooth ? smooth + h0 * sstep : NULL, sstep, n, v, sm);
+        for (int64_t j = quant_pass(k, v, false, n, s, q->even, out + h0, pf ? next + h0 * xstep : NULL, xstep); j < n;
+             j++)
+            out[h0 + j] = quant1(v[j], s, q->even);
     }
     return s;
 }

@@ -34,6 +34,9 @@ int64_t mf_q8_quant_generic(const float *v, int64_t n, float s, bool even, int8_
 #if defined(MOEFR_X86_KERNELS)
 int64_t mf_q8_absmax_avx2(const float *v, int64_t n, float *m);
 int64_t mf_q8_quant_avx2(const float *v, int64_t n, float s, bool even, int8_t *out);
+/* the same two loops over raw bfloat16 values (the max on their bits) */
+int64_t mf_q8_absmax_bf16_avx2(const uint16_t *v, int64_t n, float *m);
+int64_t mf_q8_quant_bf16_avx2(const uint16_t *v, int64_t n, float s, bool even, int8_t *out);
 #endif
 
 #endif /* MOEFR_OPS_ROUTING_QUANT_INT8_H_ */

@@ -28,27 +28,34 @@ static inline __m256i q8x_round(__m256 q, int even) {
     return _mm256_cvttps_epi32(_mm256_add_ps(c, h));
 }
 
-static inline __m256i q8x_quot(const float *v, __m256 sv, int even) {
-    return q8x_round(_mm256_div_ps(_mm256_loadu_ps(v), sv), even);
+/* 8 elements at v: fp32, or with bf16 raw bfloat16 values widened here */
+static inline __m256 q8x_load(const void *v, int64_t j, int bf16) {
+    if (bf16)
+        return _mm256_castsi256_ps(_mm256_slli_epi32(
+            _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)((const uint16_t *)v + j))), 16));
+    return _mm256_loadu_ps((const float *)v + j);
+}
+static inline __m256i q8x_quot(const void *v, int64_t j, __m256 sv, int even, int bf16) {
+    return q8x_round(_mm256_div_ps(q8x_load(v, j, bf16), sv), even);
 }
 
 /* out[j] = int8 of the fp32 quotient v[j] / s: blocks of 32 narrowed by two
  * saturating packs (lanes already in range: no saturation happens) and one
  * permutation back to element order, then single vectors of 8. */
-static int64_t q8x_quant(const float *v, int64_t n, float s, int even, int8_t *out) {
+static inline int64_t q8x_quant(const void *v, int64_t n, float s, int even, int bf16, int8_t *out) {
     const __m256 sv = _mm256_set1_ps(s);
     const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     int64_t j = 0;
     for (; j + 32 <= n; j += 32) {
-        const __m256i a = q8x_quot(v + j, sv, even), b = q8x_quot(v + j + 8, sv, even);
-        const __m256i c = q8x_quot(v + j + 16, sv, even), d = q8x_quot(v + j + 24, sv, even);
+        const __m256i a = q8x_quot(v, j, sv, even, bf16), b = q8x_quot(v, j + 8, sv, even, bf16);
+        const __m256i c = q8x_quot(v, j + 16, sv, even, bf16), d = q8x_quot(v, j + 24, sv, even, bf16);
         /* the packs work per 128-bit half: bytes come out as a0-3 b0-3 c0-3
          * d0-3 | a4-7 b4-7 c4-7 d4-7, i.e. 32-bit groups in order 0 2 4 6 1 3 5 7 */
         const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, d));
         _mm256_storeu_si256((__m256i *)(void *)(out + j), _mm256_permutevar8x32_epi32(p, order));
     }
     for (; j + 8 <= n; j += 8) {
-        const __m256i a = q8x_quot(v + j, sv, even);
+        const __m256i a = q8x_quot(v, j, sv, even, bf16);
         const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
         _mm_storel_epi64((__m128i *)(void *)(out + j), _mm_packs_epi16(w, w));
     }
@@ -56,5 +63,35 @@ static int64_t q8x_quant(const float *v, int64_t n, float s, int even, int8_t *o
 }
 
 int64_t mf_q8_quant_avx2(const float *v, int64_t n, float s, bool even, int8_t *out) {
-    return even ? q8x_quant(v, n, s, 1, out) : q8x_quant(v, n, s, 0, out);
+    return even ? q8x_quant(v, n, s, 1, 0, out) : q8x_quant(v, n, s, 0, 0, out);
+}
+int64_t mf_q8_quant_bf16_avx2(const uint16_t *v, int64_t n, float s, bool even, int8_t *out) {
+    return even ? q8x_quant(v, n, s, 1, 1, out) : q8x_quant(v, n, s, 0, 1, out);
+}
+
+/* max(m, |v[j]|) over whole blocks of 16 raw bfloat16 values: on their
+ * magnitude bits as unsigned integers (the same order as the values'),
+ * NaN patterns (above 0x7F80) counted as zero */
+int64_t mf_q8_absmax_bf16_avx2(const uint16_t *v, int64_t n, float *m) {
+    const __m256i mag = _mm256_set1_epi16(0x7FFF), inf = _mm256_set1_epi16(0x7F80);
+    __m256i acc0 = _mm256_setzero_si256(), acc1 = _mm256_setzero_si256();
+    int64_t j = 0;
+    for (; j + 32 <= n; j += 32) { /* two chains */
+        const __m256i a = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(const void *)(v + j)), mag);
+        const __m256i b = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(const void *)(v + j + 16)), mag);
+        acc0 = _mm256_max_epu16(acc0, _mm256_andnot_si256(_mm256_cmpgt_epi16(a, inf), a));
+        acc1 = _mm256_max_epu16(acc1, _mm256_andnot_si256(_mm256_cmpgt_epi16(b, inf), b));
+    }
+    for (; j + 16 <= n; j += 16) {
+        const __m256i a = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(const void *)(v + j)), mag);
+        acc0 = _mm256_max_epu16(acc0, _mm256_andnot_si256(_mm256_cmpgt_epi16(a, inf), a));
+    }
+    const __m256i t = _mm256_max_epu16(acc0, acc1);
+    __m128i h = _mm_max_epu16(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
+    h = _mm_max_epu16(h, _mm_srli_si128(h, 8));
+    h = _mm_max_epu16(h, _mm_srli_si128(h, 4));
+    h = _mm_max_epu16(h, _mm_srli_si128(h, 2));
+    const float f = mf_bits_f32((uint32_t)(_mm_extract_epi16(h, 0) & 0xFFFF) << 16);
+    if (f > *m) *m = f;
+    return j;
 }

@@ -4,7 +4,7 @@
  * decision and the clamp happen), random bit patterns (NaN, infinities,
  * subnormals), and real quotients v / s with ties placed on purpose; both
  * roundings (half away from zero, MoeInitRoutingQuantV2; half to even,
- * InitRoutingV3); on x86 also the AVX2 loops over raw bfloat16 rows (every
+ * InitRoutingV3), with and without streaming stores; on x86 also the AVX2 loops over raw bfloat16 rows (every
  * bf16 value, and the max on their bits). Each loop may stop short of n (whole vectors only): the
  * bytes it says it did are checked, the rest must keep their poison. */
 #include <math.h>
@@ -12,7 +12,7 @@
 #include "ops/routing/quant_int8.h"
 #include "testutil.h"
 
-typedef int64_t (*q8_fn)(const float *v, int64_t n, float s, bool even, int8_t *out);
+typedef int64_t (*q8_fn)(const float *v, int64_t n, float s, bool even, int8_t *out, bool nt);
 static const struct {
     const char *name;
     q8_fn fn;
@@ -39,7 +39,7 @@ static int8_t oracle(float v, float s, bool even) {
 }
 
 static bool g_avx2_ok = true;
-static int64_t g_checked;
+static int64_t g_checked, g_calls; /* g_calls: odd calls allow streaming stores */
 
 /* v[0..n) through every loop, both roundings, against the oracle. */
 static void check_block(const float *v, int64_t n, float s, int8_t *out, const char *what) {
@@ -47,7 +47,7 @@ static void check_block(const float *v, int64_t n, float s, int8_t *out, const c
         if (!g_avx2_ok && g_loops[l].lanes == 8) continue;
         for (int e = 0; e < 2; e++) {
             memset(out, 0x5A, (size_t)n);
-            const int64_t done = g_loops[l].fn(v, n, s, e == 1, out);
+            const int64_t done = g_loops[l].fn(v, n, s, e == 1, out, (g_calls++ & 1) != 0);
             if (done < 0 || done > n || n - done >= g_loops[l].lanes || done % g_loops[l].lanes != 0)
                 TU_FAIL("%s loop, %s: did %" PRId64 " of %" PRId64, g_loops[l].name, what, done, n);
             for (int64_t j = 0; j < n; j++) {
@@ -74,7 +74,7 @@ static void check_bf16_loops(float *v, int8_t *out) {
         const float s = r == 0 ? 1.0f : r == 1 ? 0x1p-7f : (float)(ldexp(1.0 + tu_unit(), (int)tu_int(-40, 40)) / 127.0);
         for (int e = 0; e < 2; e++) {
             memset(out, 0x5A, 65536);
-            const int64_t n = r < 2 ? 65536 : tu_int(1, 65536), done = mf_q8_quant_bf16_avx2(h, n, s, e == 1, out);
+            const int64_t n = r < 2 ? 65536 : tu_int(1, 65536), done = mf_q8_quant_bf16_avx2(h, n, s, e == 1, out, (g_calls++ & 1) != 0);
             if (done % 8 != 0 || done > n || n - done >= 8) TU_FAIL("bf16 quant loop did %" PRId64 " of %" PRId64, done, n);
             for (int64_t j = 0; j < 65536; j++) {
                 const int8_t want = j < done ? oracle(v[j], s, e == 1) : (int8_t)0x5A;

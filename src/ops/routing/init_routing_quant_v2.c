@@ -212,6 +212,7 @@ static void qg2_rows(void *vctx, int64_t i0, int64_t i1) {
                                           jn < 0 ? NULL : mf_row(&c->x, jn / r->K));
         if (c->dqs) c->dqs[i] = s;
     }
+    if (c->q.nt) mf_kernels()->fence(); /* this worker's streaming stores land before the pool's join */
 }
 
 static float read_f32(const aclTensor *t) {
@@ -245,6 +246,7 @@ static aclnnStatus irq2_run(const void *plan, const aclTensor *const *t, void *w
     memset(&c, 0, sizeof c);
     c.p = p;
     c.q.mode = p->quant_mode;
+    c.q.nt = p->quant_mode == 1 && rows * r->H >= mf_nt_threshold(); /* no read-for-ownership of out's lines */
     if (p->quant_mode == 0) { /* the kernel reads both as fp32 and takes them to fp16 */
         c.q.hs = mf_f32_to_f16(read_f32(t[S_SCALE]));
         c.q.ho = mf_f32_to_f16(read_f32(t[S_OFFSET]));

@@ -423,6 +423,7 @@ static void quant_rows(void *vc, int64_t i0, int64_t i1) {
                                           jn < 0 ? NULL : mf_row(&c->x, jn / p->K));
         if (c->scale_out) c->scale_out[i] = s;
     }
+    if (c->q.nt) mf_kernels()->fence(); /* this worker's streaming stores land before the pool's join */
 }
 
 static aclnnStatus v3_run(const void *plan, const aclTensor *const *t, void *workspace) {
@@ -518,7 +519,7 @@ static aclnnStatus v3_run(const void *plan, const aclTensor *const *t, void *wor
     }
     if (p->skip_x) return ACLNN_SUCCESS;
     v3_ctx c = {p, xv, src, key, NULL, 0, 0, (int8_t *)(void *)ex, p->quant == DYNAMIC_QUANT ? escale : NULL,
-                {p->quant, true, 0, 0}};
+                {p->quant, true, 0, 0, p->quant == DYNAMIC_QUANT && rows * p->H >= mf_nt_threshold()}};
     if (p->quant == STATIC_QUANT) {
         const mf_small sv = mf_small_of(t[S_SCALE]), ov = mf_small_of(t[S_OFFSET]);
         c.q.hs = mf_f32_to_f16(mf_small_f32(&sv, 0, 0));

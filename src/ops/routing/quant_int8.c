@@ -56,9 +56,9 @@ static void widen_tile(const char *x, int64_t xstep, int xdtype, const char *smo
  * absmax16 / quant16: the same over raw bfloat16 values, or NULL */
 typedef struct q8_loops {
     int64_t (*absmax)(const float *v, int64_t n, float *m);
-    int64_t (*quant)(const float *v, int64_t n, float s, bool even, int8_t *out);
+    int64_t (*quant)(const float *v, int64_t n, float s, bool even, int8_t *out, bool nt);
     int64_t (*absmax16)(const uint16_t *v, int64_t n, float *m);
-    int64_t (*quant16)(const uint16_t *v, int64_t n, float s, bool even, int8_t *out);
+    int64_t (*quant16)(const uint16_t *v, int64_t n, float s, bool even, int8_t *out, bool nt);
 } q8_loops;
 static const q8_loops *q8_pick(void) {
     static const q8_loops generic = {mf_q8_absmax_generic, mf_q8_quant_generic, NULL, NULL};
@@ -77,13 +77,13 @@ static const q8_loops *q8_pick(void) {
  * matching part, pf_step bytes per element), in chunks, each followed by
  * its share of pf's lines, into L2 (locality 2: into L1 they evicted the
  * row being quantised, and gained little). */
-static int64_t quant_pass(const q8_loops *k, const void *w, bool raw16, int64_t n, float s, bool even, int8_t *out,
-                          const char *pf, int64_t pf_step) {
+static int64_t quant_pass(const q8_loops *k, const void *w, bool raw16, int64_t n, float s, const mf_q8 *q,
+                          int8_t *out, const char *pf, int64_t pf_step) {
     int64_t j = 0;
     while (j < n) {
         const int64_t c = pf == NULL || n - j < PF_CHUNK ? n - j : PF_CHUNK;
-        const int64_t d = raw16 ? k->quant16((const uint16_t *)w + j, c, s, even, out + j)
-                                : k->quant((const float *)w + j, c, s, even, out + j);
+        const int64_t d = raw16 ? k->quant16((const uint16_t *)w + j, c, s, q->even, out + j, q->nt)
+                                : k->quant((const float *)w + j, c, s, q->even, out + j, q->nt);
         for (const char *e = pf ? pf + c * pf_step : NULL; pf < e; pf += 64) __builtin_prefetch(pf, 0, 2);
         j += d;
         if (d < c) break; /* the last partial vector: the caller's tail */
@@ -124,7 +124,7 @@ float mf_quant_int8_row(const mf_q8 *q, const char *x, int64_t xstep, int xdtype
         const float *xv = (const float *)(const void *)x;
         for (int64_t j = k->absmax(xv, H, &mx); j < H; j++) mx = absmax1(xv[j], mx);
         const float s = mx / 127.0f;
-        for (int64_t j = quant_pass(k, xv, false, H, s, q->even, out, next, 4); j < H; j++)
+        for (int64_t j = quant_pass(k, xv, false, H, s, q, out, next, 4); j < H; j++)
             out[j] = quant1(xv[j], s, q->even);
         return s;
     }
@@ -132,7 +132,7 @@ float mf_quant_int8_row(const mf_q8 *q, const char *x, int64_t xstep, int xdtype
         const uint16_t *xv = (const uint16_t *)(const void *)x;
         for (int64_t j = k->absmax16(xv, H, &mx); j < H; j++) mx = absmax1(mf_bf16_to_f32(xv[j]), mx);
         const float s = mx / 127.0f;
-        for (int64_t j = quant_pass(k, xv, true, H, s, q->even, out, next, 2); j < H; j++)
+        for (int64_t j = quant_pass(k, xv, true, H, s, q, out, next, 2); j < H; j++)
             out[j] = quant1(mf_bf16_to_f32(xv[j]), s, q->even);
         return s;
     }
@@ -148,7 +148,7 @@ float mf_quant_int8_row(const mf_q8 *q, const char *x, int64_t xstep, int xdtype
     for (int64_t h0 = 0; h0 < H; h0 += TILE) {
         const int64_t n = H - h0 < TILE ? H - h0 : TILE;
         if (!kept) widen_tile(x + h0 * xstep, xstep, xdtype, smooth ? smooth + h0 * sstep : NULL, sstep, n, v, sm);
-        for (int64_t j = quant_pass(k, v, false, n, s, q->even, out + h0, pf ? next + h0 * xstep : NULL, xstep); j < n;
+        for (int64_t j = quant_pass(k, v, false, n, s, q, out + h0, pf ? next + h0 * xstep : NULL, xstep); j < n;
              j++)
             out[h0 + j] = quant1(v[j], s, q->even);
     }

@@ -23,20 +23,24 @@ typedef struct mf_q8 {
     int mode;
     bool even; /* mode 1: round the quotient half to even */
     uint16_t hs, ho;
+    /* mode 1: the loops may write out by streaming stores (the caller's
+     * output is larger than the streaming-store threshold); each worker
+     * then calls the kernel table's fence() before it returns */
+    bool nt;
 } mf_q8;
 float mf_quant_int8_row(const mf_q8 *q, const char *x, int64_t xstep, int xdtype, const char *smooth, int64_t sstep,
                         int64_t H, int8_t *out, const char *next);
 
 /* quant_int8_core.h's loops, per width: whole vectors of v[0..n), returning
- * how many elements they did */
+ * how many elements they did; nt: streaming stores allowed (mf_q8.nt) */
 int64_t mf_q8_absmax_generic(const float *v, int64_t n, float *m);
-int64_t mf_q8_quant_generic(const float *v, int64_t n, float s, bool even, int8_t *out);
+int64_t mf_q8_quant_generic(const float *v, int64_t n, float s, bool even, int8_t *out, bool nt);
 #if defined(MOEFR_X86_KERNELS)
 int64_t mf_q8_absmax_avx2(const float *v, int64_t n, float *m);
-int64_t mf_q8_quant_avx2(const float *v, int64_t n, float s, bool even, int8_t *out);
+int64_t mf_q8_quant_avx2(const float *v, int64_t n, float s, bool even, int8_t *out, bool nt);
 /* the same two loops over raw bfloat16 values (the max on their bits) */
 int64_t mf_q8_absmax_bf16_avx2(const uint16_t *v, int64_t n, float *m);
-int64_t mf_q8_quant_bf16_avx2(const uint16_t *v, int64_t n, float s, bool even, int8_t *out);
+int64_t mf_q8_quant_bf16_avx2(const uint16_t *v, int64_t n, float s, bool even, int8_t *out, bool nt);
 #endif
 
 #endif /* MOEFR_OPS_ROUTING_QUANT_INT8_H_ */

@@ -41,8 +41,9 @@ static inline __m256i q8x_quot(const void *v, int64_t j, __m256 sv, int even, in
 
 /* out[j] = int8 of the fp32 quotient v[j] / s: blocks of 32 narrowed by two
  * saturating packs (lanes already in range: no saturation happens) and one
- * permutation back to element order, then single vectors of 8. */
-static inline int64_t q8x_quant(const void *v, int64_t n, float s, int even, int bf16, int8_t *out) {
+ * permutation back to element order, stored by streaming stores where nt
+ * and the block is aligned; then single vectors of 8. */
+static inline int64_t q8x_quant(const void *v, int64_t n, float s, int even, int bf16, int8_t *out, int nt) {
     const __m256 sv = _mm256_set1_ps(s);
     const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     int64_t j = 0;
@@ -52,7 +53,9 @@ static inline int64_t q8x_quant(const void *v, int64_t n, float s, int even, int
         /* the packs work per 128-bit half: bytes come out as a0-3 b0-3 c0-3
          * d0-3 | a4-7 b4-7 c4-7 d4-7, i.e. 32-bit groups in order 0 2 4 6 1 3 5 7 */
         const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, d));
-        _mm256_storeu_si256((__m256i *)(void *)(out + j), _mm256_permutevar8x32_epi32(p, order));
+        __m256i *o = (__m256i *)(void *)(out + j);
+        if (nt && ((uintptr_t)o & 31) == 0) _mm256_stream_si256(o, _mm256_permutevar8x32_epi32(p, order));
+        else _mm256_storeu_si256(o, _mm256_permutevar8x32_epi32(p, order));
     }
     for (; j + 8 <= n; j += 8) {
         const __m256i a = q8x_quot(v, j, sv, even, bf16);
@@ -62,11 +65,11 @@ static inline int64_t q8x_quant(const void *v, int64_t n, float s, int even, int
     return j;
 }
 
-int64_t mf_q8_quant_avx2(const float *v, int64_t n, float s, bool even, int8_t *out) {
-    return even ? q8x_quant(v, n, s, 1, 0, out) : q8x_quant(v, n, s, 0, 0, out);
+int64_t mf_q8_quant_avx2(const float *v, int64_t n, float s, bool even, int8_t *out, bool nt) {
+    return even ? q8x_quant(v, n, s, 1, 0, out, nt) : q8x_quant(v, n, s, 0, 0, out, nt);
 }
-int64_t mf_q8_quant_bf16_avx2(const uint16_t *v, int64_t n, float s, bool even, int8_t *out) {
-    return even ? q8x_quant(v, n, s, 1, 1, out) : q8x_quant(v, n, s, 0, 1, out);
+int64_t mf_q8_quant_bf16_avx2(const uint16_t *v, int64_t n, float s, bool even, int8_t *out, bool nt) {
+    return even ? q8x_quant(v, n, s, 1, 1, out, nt) : q8x_quant(v, n, s, 0, 1, out, nt);
 }
 
 /* max(m, |v[j]|) over whole blocks of 16 raw bfloat16 values: on their

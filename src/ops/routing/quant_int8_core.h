@@ -61,7 +61,8 @@ static inline void q8_round_store(gvf c, bool even, int8_t *out) {
 /* out[j] = int8 of the fp32 quotient v[j] / s, whole vectors. (A product
  * with fp32(1 / s), redone by division only near half-integers, gives the
  * same bytes but measured slower: the division is not what bounds this loop.) */
-int64_t Q8_QUANT(const float *v, int64_t n, float s, bool even, int8_t *out) {
+int64_t Q8_QUANT(const float *v, int64_t n, float s, bool even, int8_t *out, bool nt) {
+    (void)nt; /* plain stores */
     const gvf sv = gv_splat(s);
     int64_t j = 0;
     for (; j + GT_W <= n; j += GT_W) q8_round_store(q8_clamp(gv_load(v + j) / sv), even, out + j);

@@ -15,6 +15,7 @@
 #include "aclnnop/aclnn_moe_token_unpermute_with_routing_map.h"
 #include "aclnnop/aclnn_moe_token_unpermute_with_routing_map_grad.h"
 #include "fwd_ref.h"
+#include "kernels/fp.h"
 #define TU_COUNT_FAILURES
 #include "testutil.h"
 
@@ -488,8 +489,51 @@ static void error_cases(void) {
 #undef P1
 }
 
+#if defined(MOEFR_X86_KERNELS)
+/* The unpermute's AVX2 bf16 rounding of its fp32 sums against a rounding
+ * written from the bits (compare the dropped half with 0x8000; NaN: the
+ * high half made quiet): every high half with low halves at and around the
+ * ties, in runs of odd lengths (the 16-wide blocks and the tail). */
+void mf_rm_narrow_bf16_avx2(char *p, const float *s, int64_t n);
+static uint16_t bf16_ref(uint32_t u) {
+    const uint32_t hi = u >> 16, lo = u & 0xFFFFu;
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)(hi | 0x40u);
+    return (uint16_t)(hi + (lo > 0x8000u || (lo == 0x8000u && (hi & 1u))));
+}
+static void narrow_cases(void) {
+    if (!__builtin_cpu_supports("avx2")) return;
+    static const uint32_t LO[] = {0, 1, 0x7FFF, 0x8000, 0x8001, 0xFFFF};
+    const int64_t n = 65536 * 7;
+    float *f = malloc((size_t)n * 4);
+    uint16_t *h = malloc((size_t)n * 2 + 2);
+    CHECK(f && h, "allocation");
+    for (int64_t i = 0; i < n; i++) {
+        const uint32_t lo = i % 7 < 6 ? LO[i % 7] : (uint32_t)tu_next() & 0xFFFFu;
+        f[i] = mf_bits_f32((uint32_t)(i / 7) << 16 | lo);
+    }
+    for (int64_t j = 0; j < n;) {
+        const int64_t r = tu_int(1, 200), len = r < n - j ? r : n - j;
+        h[j + len] = 0x5A5A; /* past the run: untouched */
+        mf_rm_narrow_bf16_avx2((char *)(h + j), f + j, len);
+        int bad = 0;
+        for (int64_t i = j; i < j + len && !bad; i++)
+            if (h[i] != bf16_ref(mf_f32_bits(f[i]))) {
+                bad = 1;
+                CHECK(0, "bf16 rounding of %08x: %04x, want %04x", mf_f32_bits(f[i]), h[i], bf16_ref(mf_f32_bits(f[i])));
+            }
+        CHECK(h[j + len] == 0x5A5A || j + len == n, "the bf16 rounding wrote past its %lld values", (long long)len);
+        j += len;
+    }
+    g_cases++;
+    free(f), free(h);
+}
+#endif
+
 int main(void) {
     tu_seed("test_routing_map");
+#if defined(MOEFR_X86_KERNELS)
+    narrow_cases();
+#endif
     hand_cases();
     error_cases();
     for (int it = 0; it < 120; it++) {

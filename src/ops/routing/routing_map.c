@@ -475,6 +475,7 @@ typedef struct up_plan {
 void mf_rm_acc_avx2(float *acc, const char *row, int64_t s, int dtype, int64_t n, float pv, bool first, bool scale);
 void mf_rm_sum_avx2(float *acc, const char *const *rows, const float *pv, int nr, int dtype, int64_t n, bool first,
                     bool scale);
+void mf_rm_narrow_bf16_avx2(char *p, const float *s, int64_t n);
 #endif
 typedef void (*rm_acc_fn)(float *, const char *, int64_t, int, int64_t, float, bool, bool);
 typedef void (*rm_sum_fn)(float *, const char *const *, const float *, int, int, int64_t, bool, bool);
@@ -493,6 +494,7 @@ typedef struct up_ctx {
      * lines: fp32 0.69-0.72 -> 0.75-0.79 of memcpy on Zen 4) */
     int nt;
     const mf_ukernels *uk; /* its copy and fence */
+    void (*narrow16)(char *p, const float *s, int64_t n); /* contiguous bf16 rounding, or NULL: mf_narrow_f32 */
 } up_ctx;
 static void up_tokens(void *vc, int64_t r0, int64_t r1) {
     const up_ctx *c = vc;
@@ -531,8 +533,11 @@ static void up_tokens(void *vc, int64_t r0, int64_t r1) {
                 memset(o, 0, (size_t)(n * es));
             } else if (c->nt) { /* rounded here, then whole lines streamed out */
                 const void *src = acc;
-                if (p->dtype != ACL_FLOAT) mf_narrow_f32(r16, es, p->dtype, n, acc), src = r16;
+                if (c->narrow16) c->narrow16(r16, acc, n), src = r16;
+                else if (p->dtype != ACL_FLOAT) mf_narrow_f32(r16, es, p->dtype, n, acc), src = r16;
                 c->uk->copy(o, src, (size_t)(n * es), 1);
+            } else if (c->narrow16) {
+                c->narrow16(o, acc, n);
             } else {
                 mf_narrow_f32(o, es, p->dtype, n, acc);
             }
@@ -573,8 +578,8 @@ static aclnnStatus up_run(const void *plan, const aclTensor *const *t, void *wor
                         q++;
                     }
         }
-        up_ctx c = {p,   mf_rm_acc_generic, NULL, rm_mat_of(t[U_X]), idx, p->probs ? pv : NULL,
-                    mf_tensor_base(t[U_OUT]), 0, mf_kernels()};
+        up_ctx c = {p, mf_rm_acc_generic, NULL, rm_mat_of(t[U_X]), idx, p->probs ? pv : NULL,
+                    mf_tensor_base(t[U_OUT]), 0, mf_kernels(), NULL};
         c.nt = p->N * p->H * es >= mf_nt_threshold();
         const bool dense = c.x.s1 == es && p->dtype != ACL_FLOAT16; /* whole vectors of FLOAT or BF16 */
         if (dense) c.sum = mf_rm_sum_generic;
@@ -582,6 +587,7 @@ static aclnnStatus up_run(const void *plan, const aclTensor *const *t, void *wor
         if (strncmp(mf_kernels()->isa, "avx", 3) == 0) { /* avx2, avx512: same bits */
             c.acc = mf_rm_acc_avx2;
             if (dense) c.sum = mf_rm_sum_avx2;
+            if (p->dtype == ACL_BF16) c.narrow16 = mf_rm_narrow_bf16_avx2; /* out is contiguous */
         }
 #endif
         const int64_t per = p->H * es * (p->K + 1) + 1;

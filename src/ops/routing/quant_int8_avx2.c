@@ -18,7 +18,7 @@
  *   128: the sum rounds to c +- 0.5 exactly except where that is not an
  *   fp32 value, and no such case crosses an integer (0.5 itself gives
  *   1 - 2^-25, which rounds to 1 as a tie to even). test_quant_int8 checks
- *   every fp32 value against the scalar helpers. */
+ *   every fp32 value in [2^-2, 2^8) against a float64 oracle. */
 static inline __m256i q8x_round(__m256 q, int even) {
     const __m256 c = _mm256_max_ps(_mm256_min_ps(_mm256_and_ps(q, _mm256_cmp_ps(q, q, _CMP_ORD_Q)),
                                                  _mm256_set1_ps(127.0f)),

@@ -72,8 +72,8 @@ void RM_SUM(float *acc, const char *const *rows, const float *pv, int nr, int dt
             bool scale);
 /* RM_U vectors of elements at once: each element's sum over the rows is a
  * chain of dependent adds (their order is the result's), so independent
- * elements' chains are interleaved to hide the adds' latency; one chain at
- * a time left the bf16 sum bound by it at about half of memcpy */
+ * elements' chains are interleaved to hide the adds' latency (in L1 on Zen 4:
+ * 0.050 -> 0.040 ns per fp32 element-row, 0.13 -> 0.10 bf16) */
 #define RM_U 4
 #define RM_UNROLL _Pragma("GCC unroll 4")
 void RM_SUM(float *acc, const char *const *rows, const float *pv, int nr, int dtype, int64_t n, bool first,
@@ -92,7 +92,7 @@ void RM_SUM(float *acc, const char *const *rows, const float *pv, int nr, int dt
             RM_UNROLL for (int u = 0; u < RM_U; u++) a[u] = gv_load(acc + j + u * GT_W);
         }
         for (; q < nr; q++) {
-            const gvf p = gv_splat(pv[q]);
+            const gvf p = gv_splat(scale ? pv[q] : 1.0f);
             RM_UNROLL for (int u = 0; u < RM_U; u++) {
                 const gvf x = rm_vld(rows[q], dtype, j + u * GT_W);
                 a[u] = scale ? a[u] + x * p : a[u] + x;

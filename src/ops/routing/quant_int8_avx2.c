@@ -28,11 +28,9 @@ static inline __m256i q8x_round(__m256 q, int even) {
     return _mm256_cvttps_epi32(_mm256_add_ps(c, h));
 }
 
-/* 8 elements at v: fp32, or with bf16 raw bfloat16 values widened here */
+/* 8 elements at v: fp32, or with bf16 raw bfloat16 values widened (gv.h) */
 static inline __m256 q8x_load(const void *v, int64_t j, int bf16) {
-    if (bf16)
-        return _mm256_castsi256_ps(_mm256_slli_epi32(
-            _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)((const uint16_t *)v + j))), 16));
+    if (bf16) return (__m256)gv_load_bf16((const char *)((const uint16_t *)v + j));
     return _mm256_loadu_ps((const float *)v + j);
 }
 static inline __m256i q8x_quot(const void *v, int64_t j, __m256 sv, int even, int bf16) {

@@ -17,7 +17,8 @@
 #include "aclnnop/aclnn_swi_glu_grad.h"
 #include "ops/opdef.h"
 
-/* the generic four-lane block routines (swiglu_avx2.c builds the eight-lane ones) */
+/* the generic four-lane block routines (swiglu_avx2.c and swiglu_avx512.c
+ * build the eight- and sixteen-lane ones) */
 #define GT_W 4
 #define SG_FWD mf_swiglu_fwd_generic
 #define SG_BWD mf_swiglu_bwd_generic
@@ -98,7 +99,7 @@ static const char *sg_row(const sg_view *v, int64_t r, int which) {
 }
 
 /* Elements [c0, c0 + n) of row r's half `which`, widened to fp32 into
- * dst[0..n) and zeros up to the next multiple of 8. */
+ * dst[0..n) and zeros up to the next multiple of SG_WMAX. */
 static void sg_gather(const sg_view *v, int64_t r, int which, int64_t c0, int64_t n, float *dst) {
     const char *p = sg_row(v, r, which);
     if (v->dense) {
@@ -120,7 +121,7 @@ static void sg_gather(const sg_view *v, int64_t r, int which, int64_t c0, int64_
             }
         }
     }
-    for (int64_t k = n; k < ((n + 7) & ~(int64_t)7); k++) dst[k] = 0.0f;
+    for (int64_t k = n; k < ((n + SG_WMAX - 1) & ~(int64_t)(SG_WMAX - 1)); k++) dst[k] = 0.0f;
 }
 
 typedef struct sg_ctx {
@@ -129,6 +130,7 @@ typedef struct sg_ctx {
     char *out;
     int dtype, es;
     int64_t nchunks;
+    int w; /* the block routines' lanes */
     bool direct; /* FLOAT or BF16, every view dense: whole vectors computed in place */
     sg_fwd_fn fwd;
     sg_bwd_fn bwd;
@@ -153,7 +155,7 @@ static void sg_units(void *ctxp, int64_t u0, int64_t u1) {
         int64_t n = p->inner - c0 < SG_CHUNK ? p->inner - c0 : SG_CHUNK;
         char *row = c->out + r * (p->grad ? 2 : 1) * p->inner * c->es;
         if (c->direct) { /* the whole vectors straight from x (and yGrad) to out; the tail below */
-            const int64_t nv = n & ~(int64_t)7, e0 = c0 * c->es;
+            const int64_t nv = n & ~(int64_t)(c->w - 1), e0 = c0 * c->es;
             const char *xa = sg_row(&c->x, r, 0) + e0, *xb = sg_row(&c->x, r, 1) + e0;
             const char *gy = p->grad ? sg_row(&c->dy, r, 0) + e0 : NULL;
             char *oa = row + e0, *oy = oa + p->inner * c->es; /* oy: the B half's gradient */
@@ -169,7 +171,7 @@ static void sg_units(void *ctxp, int64_t u0, int64_t u1) {
             c0 += nv, n -= nv;
             if (n == 0) continue;
         }
-        const int64_t np = (n + 7) & ~(int64_t)7;
+        const int64_t np = (n + c->w - 1) & ~(int64_t)(c->w - 1);
         sg_gather(&c->x, r, 0, c0, n, a);
         sg_gather(&c->x, r, 1, c0, n, b);
         if (!p->grad) {
@@ -199,13 +201,22 @@ static aclnnStatus sg_run(const void *plan, const aclTensor *const *t, void *wor
     c.es = (int)mf_dtype_size(out->dtype);
     c.nchunks = (p->inner + SG_CHUNK - 1) / SG_CHUNK;
     c.direct = (c.dtype == ACL_FLOAT || c.dtype == ACL_BF16) && c.x.dense && (!p->grad || c.dy.dense);
+    c.w = 4;
     c.fwd = mf_swiglu_fwd_generic;
     c.bwd = mf_swiglu_bwd_generic;
     c.bf16 = mf_swiglu_narrow_bf16_generic;
     c.fwd16 = mf_swiglu_fwd16_generic;
     c.bwd16 = mf_swiglu_bwd16_generic;
-#if defined(MOEFR_X86_KERNELS)
-    if (strncmp(mf_kernels()->isa, "avx", 3) == 0) { /* avx2, avx512: same bits */
+#if defined(MOEFR_X86_KERNELS) /* every width gives the same bits */
+    if (strcmp(mf_kernels()->isa, "avx512") == 0) {
+        c.w = 16;
+        c.fwd = mf_swiglu_fwd_avx512;
+        c.bwd = mf_swiglu_bwd_avx512;
+        c.bf16 = mf_swiglu_narrow_bf16_avx512;
+        c.fwd16 = mf_swiglu_fwd16_avx512;
+        c.bwd16 = mf_swiglu_bwd16_avx512;
+    } else if (strcmp(mf_kernels()->isa, "avx2") == 0) {
+        c.w = 8;
         c.fwd = mf_swiglu_fwd_avx2;
         c.bwd = mf_swiglu_bwd_avx2;
         c.bf16 = mf_swiglu_narrow_bf16_avx2;

@@ -1,17 +1,19 @@
 /* swiglu.h - what SwiGlu and SwiGluGrad (swiglu.c) share with their block
  * routines, which swiglu_core.h builds once per vector width (generic four
- * lanes in swiglu.c, AVX2 eight lanes in swiglu_avx2.c; the same bits). */
+ * lanes in swiglu.c, AVX2 eight lanes in swiglu_avx2.c, AVX-512 sixteen in
+ * swiglu_avx512.c; the same bits). */
 #ifndef MOEFR_OPS_ACT_SWIGLU_H_
 #define MOEFR_OPS_ACT_SWIGLU_H_
 
 #include "ops/common.h"
 
 /* Elements of one half-row a block routine takes at a time (stack buffers;
- * a multiple of 8). */
+ * a multiple of SG_WMAX). */
 #define SG_CHUNK 1024
+#define SG_WMAX 16 /* the widest block routine's lanes */
 
 /* Forward: o[i] = silu(a[i]) * b[i]. Backward: oa[i] = d/da, ob[i] = d/db
- * of g[i] * silu(a[i]) * b[i]. n is a multiple of 8; all arrays hold n. */
+ * of g[i] * silu(a[i]) * b[i]. n is a multiple of the routine's lanes; all arrays hold n. */
 typedef void (*sg_fwd_fn)(const float *a, const float *b, float *o, int64_t n);
 typedef void (*sg_bwd_fn)(const float *a, const float *b, const float *g, float *oa, float *ob, int64_t n);
 void mf_swiglu_fwd_generic(const float *a, const float *b, float *o, int64_t n);
@@ -30,6 +32,11 @@ void mf_swiglu_bwd_avx2(const float *a, const float *b, const float *g, float *o
 void mf_swiglu_narrow_bf16_avx2(const float *s, char *p, int64_t n);
 void mf_swiglu_fwd16_avx2(const char *a, const char *b, char *o, int64_t n);
 void mf_swiglu_bwd16_avx2(const char *a, const char *b, const char *g, char *oa, char *ob, int64_t n);
+void mf_swiglu_fwd_avx512(const float *a, const float *b, float *o, int64_t n);
+void mf_swiglu_bwd_avx512(const float *a, const float *b, const float *g, float *oa, float *ob, int64_t n);
+void mf_swiglu_narrow_bf16_avx512(const float *s, char *p, int64_t n);
+void mf_swiglu_fwd16_avx512(const char *a, const char *b, char *o, int64_t n);
+void mf_swiglu_bwd16_avx512(const char *a, const char *b, const char *g, char *oa, char *ob, int64_t n);
 #endif
 
 #endif /* MOEFR_OPS_ACT_SWIGLU_H_ */

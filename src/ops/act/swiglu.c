@@ -132,6 +132,7 @@ typedef struct sg_ctx {
     int64_t nchunks;
     int w; /* the block routines' lanes */
     bool direct; /* FLOAT or BF16, every view dense: whole vectors computed in place */
+    bool nt;     /* direct, and the output past mf_nt_threshold(): streaming stores */
     sg_fwd_fn fwd;
     sg_bwd_fn bwd;
     sg_narrow_fn bf16;
@@ -159,14 +160,21 @@ static void sg_units(void *ctxp, int64_t u0, int64_t u1) {
             const char *xa = sg_row(&c->x, r, 0) + e0, *xb = sg_row(&c->x, r, 1) + e0;
             const char *gy = p->grad ? sg_row(&c->dy, r, 0) + e0 : NULL;
             char *oa = row + e0, *oy = oa + p->inner * c->es; /* oy: the B half's gradient */
+            /* with streaming stores, the results go to the stack first and
+             * leave by the kernel table's streaming copy */
+            char *ta = c->nt ? (char *)o : oa, *ty = c->nt ? (char *)ob : oy;
             if (c->dtype == ACL_BF16) {
-                if (!p->grad) c->fwd16(xa, xb, oa, nv);
-                else c->bwd16(xa, xb, gy, oa, oy, nv);
+                if (!p->grad) c->fwd16(xa, xb, ta, nv);
+                else c->bwd16(xa, xb, gy, ta, ty, nv);
             } else if (!p->grad) {
-                c->fwd((const float *)(const void *)xa, (const float *)(const void *)xb, (float *)(void *)oa, nv);
+                c->fwd((const float *)(const void *)xa, (const float *)(const void *)xb, (float *)(void *)ta, nv);
             } else {
                 c->bwd((const float *)(const void *)xa, (const float *)(const void *)xb,
-                       (const float *)(const void *)gy, (float *)(void *)oa, (float *)(void *)oy, nv);
+                       (const float *)(const void *)gy, (float *)(void *)ta, (float *)(void *)ty, nv);
+            }
+            if (c->nt) {
+                mf_kernels()->copy(oa, ta, (size_t)(nv * c->es), 1);
+                if (p->grad) mf_kernels()->copy(oy, ty, (size_t)(nv * c->es), 1);
             }
             c0 += nv, n -= nv;
             if (n == 0) continue;
@@ -184,6 +192,7 @@ static void sg_units(void *ctxp, int64_t u0, int64_t u1) {
             sg_put(c, row + (p->inner + c0) * c->es, n, ob);
         }
     }
+    if (c->nt) mf_kernels()->fence(); /* before the join publishes the output */
 }
 
 static aclnnStatus sg_run(const void *plan, const aclTensor *const *t, void *workspace) {
@@ -201,6 +210,7 @@ static aclnnStatus sg_run(const void *plan, const aclTensor *const *t, void *wor
     c.es = (int)mf_dtype_size(out->dtype);
     c.nchunks = (p->inner + SG_CHUNK - 1) / SG_CHUNK;
     c.direct = (c.dtype == ACL_FLOAT || c.dtype == ACL_BF16) && c.x.dense && (!p->grad || c.dy.dense);
+    c.nt = c.direct && out->numel * c.es >= mf_nt_threshold();
     c.w = 4;
     c.fwd = mf_swiglu_fwd_generic;
     c.bwd = mf_swiglu_bwd_generic;

@@ -184,8 +184,33 @@ static void store(const gmm_mat *c, int64_t i0, int64_t rows, int64_t j0, int64_
     }
 }
 
+/* A tile shape: mt x nt output tiles; scratch C (sm x sn), A (sm x ka), B (ka x sn) floats. */
+typedef struct gmm_shape {
+    int64_t mt, nt, sm, sn, ka;
+} gmm_shape;
+
+/* The shape for groups of at most mrows rows, n columns and k (the largest
+ * group's K): 512 x nt tiles; rows, then columns, halved while the scratch
+ * would pass budget floats (or down to 64 x 64). Returns the floats it uses. */
+static int64_t tile_shape(const gmm_plan *p, int64_t mrows, int64_t n, int64_t k, int64_t nt, int64_t budget,
+                          gmm_shape *t) {
+    int64_t mt = 512, need;
+    for (;;) {
+        const int64_t sm = mt < mrows ? mt : mrows, sn = nt < n ? nt : n;
+        t->sm = sm > 0 ? sm : 1;
+        t->sn = sn > 0 ? sn : 1;
+        need = t->sm * t->sn + (p->pack_a ? t->sm * k : 0) + (p->pack_b ? k * t->sn : 0);
+        if (need <= budget || (mt <= 64 && nt <= 64)) break;
+        if (mt > 64) mt /= 2;
+        else nt /= 2;
+    }
+    t->mt = mt, t->nt = nt, t->ka = k;
+    return need;
+}
+
 typedef struct gmm_ctx {
     const gmm_plan *p;
+    gmm_shape sh;
     const gmm_group *g;
     const int64_t *first; /* first[gi]: the group's first tile; first[E] all tiles */
     int64_t ntiles;
@@ -203,11 +228,12 @@ static void gmm_tile(const gmm_ctx *c, int64_t tile, float *sc, int64_t *cached)
     }
     while (c->first[lo + 1] <= tile) lo++; /* skip groups without tiles */
     const gmm_group *g = &c->g[lo];
-    const int64_t local = tile - c->first[lo], mblocks = (g->m + p->mt - 1) / p->mt;
+    const gmm_shape *sh = &c->sh;
+    const int64_t local = tile - c->first[lo], mblocks = (g->m + sh->mt - 1) / sh->mt;
     const int64_t panel = local / mblocks, mb = local % mblocks;
-    const int64_t i0 = mb * p->mt, j0 = panel * p->nt;
-    const int64_t rows = g->m - i0 < p->mt ? g->m - i0 : p->mt, cols = g->n - j0 < p->nt ? g->n - j0 : p->nt;
-    float *cbuf = sc, *abuf = sc + p->sm * p->sn, *bbuf = abuf + (p->pack_a ? p->sm * p->kmax : 0);
+    const int64_t i0 = mb * sh->mt, j0 = panel * sh->nt;
+    const int64_t rows = g->m - i0 < sh->mt ? g->m - i0 : sh->mt, cols = g->n - j0 < sh->nt ? g->n - j0 : sh->nt;
+    float *cbuf = sc, *abuf = sc + sh->sm * sh->sn, *bbuf = abuf + (p->pack_a ? sh->sm * sh->ka : 0);
     if (g->zero) {
         memset(cbuf, 0, (size_t)(rows * cols) * 4);
         store(&g->c, i0, rows, j0, cols, cbuf);
@@ -386,16 +412,31 @@ aclnnStatus mf_gmm_run(const void *plan, const aclTensor *const *t, void *worksp
             q->bias = NULL;
         }
     }
+    gmm_ctx c;
+    memset(&c, 0, sizeof c);
+    c.sh = (gmm_shape){p->mt, p->nt, p->sm, p->sn, p->kmax};
+    if (p->gt == 2) {
+        /* Phase 1 sized the scratch for a group as long as all of K, which
+         * cut the tiles to 64 x 128 (at 65536 rows of K), and BLIS packs B
+         * again for every 64 rows. The group list is known now: the tiles
+         * grow to what the largest group needs within the same scratch (the
+         * shape still depends on the problem alone). From 512 x 512: with
+         * 1024 columns, a group of 2048 rows of K had 8 MiB B panels, and the
+         * MoE shapes' bf16 dW ran at 0.72-0.82 of one GEMM against 0.91-1.05
+         * (Zen 4, BENCHMARKS.md). */
+        int64_t kg = 0;
+        for (int64_t i = 0; i < p->E; i++) kg = g[i].k > kg ? g[i].k : kg;
+        gmm_shape grown;
+        if (tile_shape(p, p->mrows, p->N, kg, 512, p->scratch, &grown) <= p->scratch) c.sh = grown;
+    }
     first[0] = 0;
     for (int64_t i = 0; i < p->E; i++) {
         const gmm_group *q = &g[i];
         const int64_t tiles = q->m > 0 && q->n > 0 && (q->k > 0 || q->zero)
-                                  ? ((q->m + p->mt - 1) / p->mt) * ((q->n + p->nt - 1) / p->nt)
+                                  ? ((q->m + c.sh.mt - 1) / c.sh.mt) * ((q->n + c.sh.nt - 1) / c.sh.nt)
                                   : 0;
         first[i + 1] = first[i] + tiles;
     }
-    gmm_ctx c;
-    memset(&c, 0, sizeof c);
     c.p = p;
     c.g = g;
     c.first = first;
@@ -409,19 +450,10 @@ aclnnStatus mf_gmm_run(const void *plan, const aclTensor *const *t, void *worksp
 }
 
 void mf_gmm_tiles(gmm_plan *p) {
-    /* 512 x 1024 tiles; rows, then columns, halved while a worker's scratch would pass 16 Mi floats */
-    int64_t mt = 512, nt = 1024;
-    for (;;) {
-        const int64_t sm = mt < p->mrows ? mt : p->mrows, sn = nt < p->N ? nt : p->N;
-        p->sm = sm > 0 ? sm : 1;
-        p->sn = sn > 0 ? sn : 1;
-        p->scratch = p->sm * p->sn + (p->pack_a ? p->sm * p->kmax : 0) + (p->pack_b ? p->kmax * p->sn : 0);
-        if (p->scratch <= ((int64_t)1 << 24) || (mt <= 64 && nt <= 64)) break;
-        if (mt > 64) mt /= 2;
-        else nt /= 2;
-    }
-    p->mt = mt;
-    p->nt = nt;
+    /* a worker's scratch at most 16 Mi floats */
+    gmm_shape t;
+    p->scratch = tile_shape(p, p->mrows, p->N, p->kmax, 1024, (int64_t)1 << 24, &t);
+    p->mt = t.mt, p->nt = t.nt, p->sm = t.sm, p->sn = t.sn;
 }
 
 bool mf_gmm_direct(const aclTensor *t, bool weight) {

@@ -415,15 +415,16 @@ aclnnStatus mf_gmm_run(const void *plan, const aclTensor *const *t, void *worksp
     gmm_ctx c;
     memset(&c, 0, sizeof c);
     c.sh = (gmm_shape){p->mt, p->nt, p->sm, p->sn, p->kmax};
-    if (p->gt == 2) {
-        /* Phase 1 sized the scratch for a group as long as all of K, which
-         * cut the tiles to 64 x 128 (at 65536 rows of K), and BLIS packs B
-         * again for every 64 rows. The group list is known now: the tiles
-         * grow to what the largest group needs within the same scratch (the
-         * shape still depends on the problem alone). From 512 x 512: with
-         * 1024 columns, a group of 2048 rows of K had 8 MiB B panels, and the
-         * MoE shapes' bf16 dW ran at 0.72-0.82 of one GEMM against 0.91-1.05
-         * (Zen 4, BENCHMARKS.md). */
+    if (p->gt == 2 && (p->pack_a || p->pack_b)) {
+        /* Phase 1 sized the packed panels' scratch for a group as long as all
+         * of K, which cut the tiles to 64 x 128 (at 65536 rows of K), and BLIS
+         * packs B again for every 64 rows. The group list is known now: the
+         * tiles grow to what the largest group needs within the same scratch
+         * (the shape still depends on the problem alone). From 512 x 512:
+         * with 1024 columns, a group of 2048 rows of K had 8 MiB B panels, and
+         * the MoE shapes' bf16 dW ran at 0.72-0.82 of one GEMM against
+         * 0.91-1.05 (Zen 4, BENCHMARKS.md). Without packing the scratch is C
+         * alone and phase 1's 512 x 1024 stays. */
         int64_t kg = 0;
         for (int64_t i = 0; i < p->E; i++) kg = g[i].k > kg ? g[i].k : kg;
         gmm_shape grown;

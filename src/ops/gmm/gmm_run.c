@@ -111,10 +111,9 @@ static void prefetch_run(const char *p, int64_t bytes) {
 /* Rows [i0, i0 + rows) and all k columns of a view whose columns are
  * contiguous (rs == 1), widened to fp32 into dst column-major (ld rows): each
  * column is one contiguous run, read and written in order, and the BLAS
- * takes the column-major panel as it is. (Widened row-major through the
- * PACK_T blocks below, dW's A read 16 rows 4 KiB apart per block, which
- * share L1 sets: 0.72-0.76 of one GEMM at E = 64 against 0.73-0.79 this
- * way, before the prefetch.) */
+ * takes the column-major panel as it is (for A, the order BLIS's own
+ * packing reads best). Through the blocks below, dW's A read 16 rows 4 KiB
+ * apart per block, which share L1 sets. */
 static void pack_cols(const gmm_mat *m, int64_t i0, int64_t rows, int64_t k, float *dst) {
     for (int64_t j = 0; j < k; j++) {
         if (j + PACK_AHEAD < k) prefetch_run(m->base + (i0 + (j + PACK_AHEAD) * m->cs) * m->es, rows * m->es);
@@ -125,12 +124,16 @@ static void pack_cols(const gmm_mat *m, int64_t i0, int64_t rows, int64_t k, flo
 /* Rows [i0, i0 + rows) and columns [j0, j0 + cols) of m, widened to fp32
  * into dst (row-major, ld cols), reading m in its own order: row by row when
  * its rows are contiguous; for a transposed view (its columns contiguous), in
- * PACK_T x PACK_T blocks, each widened column by column into a block on the
- * stack and written to dst row by row (whole runs of PACK_T floats: writing
- * dst a column at a time touched a cache line per element, ld apart);
- * element by element otherwise. (Widening such a view column-major and
- * letting the BLAS transpose measured slower at 256-row groups.) */
-#define PACK_T 16
+ * blocks of PACK_J columns x PACK_I rows, each widened column by column into
+ * a block on the stack and written to dst row by row (whole runs of PACK_J
+ * floats: writing dst a column at a time touched a cache line per element,
+ * ld apart); element by element otherwise. (Widening such a view
+ * column-major and letting the BLAS transpose measured slower at 256-row
+ * groups. 16 x 16 blocks read 16 runs 4 KiB apart, more than an L1 set
+ * holds; 8 x 32, one line of each: dX at E = 64 0.87-0.90 -> 0.88-0.92 of
+ * one GEMM, Zen 4, alternated.) */
+#define PACK_J 8  /* columns per block: eight runs 4 KiB apart still fit one L1 set (8 ways) */
+#define PACK_I 32 /* elements of each column: a whole 64-byte line of bf16 */
 static void pack(const gmm_mat *m, int64_t i0, int64_t rows, int64_t j0, int64_t cols, float *dst) {
     if (m->uniform && m->cs == 1) {
         for (int64_t i = 0; i < rows; i++) {
@@ -138,11 +141,11 @@ static void pack(const gmm_mat *m, int64_t i0, int64_t rows, int64_t j0, int64_t
             mf_widen_f32(m->base + ((i0 + i) * m->rs + j0) * m->es, m->es, m->dtype, cols, dst + i * cols, 1);
         }
     } else if (m->uniform && m->rs == 1) {
-        float blk[PACK_T][PACK_T]; /* blk[j][i]: column j of the block, widened */
-        for (int64_t jb = 0; jb < cols; jb += PACK_T) {
-            const int64_t nj = cols - jb < PACK_T ? cols - jb : PACK_T;
-            for (int64_t ib = 0; ib < rows; ib += PACK_T) {
-                const int64_t ni = rows - ib < PACK_T ? rows - ib : PACK_T;
+        float blk[PACK_J][PACK_I]; /* blk[j][i]: column j of the block, widened */
+        for (int64_t jb = 0; jb < cols; jb += PACK_J) {
+            const int64_t nj = cols - jb < PACK_J ? cols - jb : PACK_J;
+            for (int64_t ib = 0; ib < rows; ib += PACK_I) {
+                const int64_t ni = rows - ib < PACK_I ? rows - ib : PACK_I;
                 for (int64_t j = 0; j < nj; j++)
                     mf_widen_f32(m->base + (i0 + ib + (j0 + jb + j) * m->cs) * m->es, m->es, m->dtype, ni, blk[j], 1);
                 for (int64_t i = 0; i < ni; i++) {

@@ -208,32 +208,15 @@ static void big_case(int dt, int grad, int64_t R, int64_t H) {
 
 /* The block routines of every width this CPU runs (generic four lanes; on
  * x86 AVX2 eight and AVX-512 sixteen). */
-typedef struct sg_width {
-    const char *name;
-    int w;
-    sg_fwd_fn fwd;
-    sg_bwd_fn bwd;
-    sg_narrow_fn narrow;
-    sg_fwd16_fn fwd16;
-    sg_bwd16_fn bwd16;
-} sg_width;
-
-static int sg_widths(sg_width *out) {
+static int sg_widths(const sg_routines **out) {
     int n = 0;
-    out[n++] = (sg_width){"generic",         4, mf_swiglu_fwd_generic, mf_swiglu_bwd_generic,
-                          mf_swiglu_narrow_bf16_generic, mf_swiglu_fwd16_generic, mf_swiglu_bwd16_generic};
+    out[n++] = &mf_swiglu_generic;
 #if defined(MOEFR_X86_KERNELS)
     const unsigned f = mf_cpu_features();
-    if (f & MF_CPU_AVX2)
-        out[n++] = (sg_width){"avx2",     8, mf_swiglu_fwd_avx2, mf_swiglu_bwd_avx2, mf_swiglu_narrow_bf16_avx2,
-                              mf_swiglu_fwd16_avx2, mf_swiglu_bwd16_avx2};
-    else
-        printf("test_swiglu: no AVX2 here: its width is compared where it runs (not counted)\n");
-    if (f & MF_CPU_AVX512)
-        out[n++] = (sg_width){"avx512",  16, mf_swiglu_fwd_avx512, mf_swiglu_bwd_avx512,
-                              mf_swiglu_narrow_bf16_avx512, mf_swiglu_fwd16_avx512, mf_swiglu_bwd16_avx512};
-    else
-        printf("test_swiglu: no AVX-512 here: its width is compared where it runs (not counted)\n");
+    if (f & MF_CPU_AVX2) out[n++] = &mf_swiglu_avx2;
+    else printf("test_swiglu: no AVX2 here: its width is compared where it runs (not counted)\n");
+    if (f & MF_CPU_AVX512) out[n++] = &mf_swiglu_avx512;
+    else printf("test_swiglu: no AVX-512 here: its width is compared where it runs (not counted)\n");
 #endif
     return n;
 }
@@ -251,18 +234,18 @@ static void widths_agree(void) {
         b[i] = (float)(tu_unit() * 4 - 2);
         g[i] = (float)(tu_unit() * 4 - 2);
     }
-    sg_width ws[3];
+    const sg_routines *ws[3];
     const int nw = sg_widths(ws);
-    mf_swiglu_fwd_generic(a, b, o1, N);
-    mf_swiglu_bwd_generic(a, b, g, p1, p2, N);
+    mf_swiglu_generic.fwd(a, b, o1, N);
+    mf_swiglu_generic.bwd(a, b, g, p1, p2, N);
     for (int k = 1; k < nw; k++) {
         memset(o2, 0xA5, sizeof o2);
-        ws[k].fwd(a, b, o2, N);
-        CHECK(memcmp(o1, o2, sizeof o1) == 0, "forward: generic and %s bits differ", ws[k].name);
+        ws[k]->fwd(a, b, o2, N);
+        CHECK(memcmp(o1, o2, sizeof o1) == 0, "forward: generic and %s bits differ", ws[k]->name);
         static float q1[N], q2[N];
-        ws[k].bwd(a, b, g, q1, q2, N);
+        ws[k]->bwd(a, b, g, q1, q2, N);
         CHECK(memcmp(p1, q1, sizeof p1) == 0 && memcmp(p2, q2, sizeof p2) == 0, "backward: generic and %s bits differ",
-              ws[k].name);
+              ws[k]->name);
     }
     g_cases++;
 }
@@ -288,12 +271,12 @@ static void bf16_narrowing(void) {
     for (int i = 0; i < nh; i++)
         CHECK(mf_f32_to_bf16(s[i]) == hand[i][1], "bf16 of %08x: %04x, want %04x", (unsigned)hand[i][0],
               (unsigned)mf_f32_to_bf16(s[i]), (unsigned)hand[i][1]);
-    sg_width ws[3];
+    const sg_routines *ws[3];
     const int nw = sg_widths(ws);
     for (int k = 0; k < nw; k++) {
         memset(got, 0, sizeof got);
-        ws[k].narrow(s, (char *)got, N);
-        CHECK(memcmp(got, want, sizeof got) == 0, "%s bf16 narrowing differs from mf_f32_to_bf16", ws[k].name);
+        ws[k]->narrow(s, (char *)got, N);
+        CHECK(memcmp(got, want, sizeof got) == 0, "%s bf16 narrowing differs from mf_f32_to_bf16", ws[k]->name);
     }
     /* the bfloat16 routines are the fp32 ones on widened inputs, rounded
      * once; and every width gives the generic one's bits */
@@ -306,25 +289,25 @@ static void bf16_narrowing(void) {
         aw[i] = mf_bf16_to_f32(a16[i]), bw[i] = mf_bf16_to_f32(b16[i]), gw[i] = mf_bf16_to_f32(g16[i]);
     }
     const int64_t nv = N & ~15;
-    mf_swiglu_fwd_generic(aw, bw, fo, nv);
-    mf_swiglu_narrow_bf16_generic(fo, (char *)w1, nv);
-    mf_swiglu_fwd16_generic((const char *)a16, (const char *)b16, (char *)f16o, nv);
+    mf_swiglu_generic.fwd(aw, bw, fo, nv);
+    mf_swiglu_generic.narrow(fo, (char *)w1, nv);
+    mf_swiglu_generic.fwd16((const char *)a16, (const char *)b16, (char *)f16o, nv);
     CHECK(memcmp(w1, f16o, (size_t)nv * 2) == 0, "fwd16 differs from the fp32 routine rounded to bf16");
-    mf_swiglu_bwd_generic(aw, bw, gw, fo, fp, nv);
-    mf_swiglu_narrow_bf16_generic(fo, (char *)w1, nv);
-    mf_swiglu_narrow_bf16_generic(fp, (char *)w2, nv);
-    mf_swiglu_bwd16_generic((const char *)a16, (const char *)b16, (const char *)g16, (char *)f16o, (char *)f16p, nv);
+    mf_swiglu_generic.bwd(aw, bw, gw, fo, fp, nv);
+    mf_swiglu_generic.narrow(fo, (char *)w1, nv);
+    mf_swiglu_generic.narrow(fp, (char *)w2, nv);
+    mf_swiglu_generic.bwd16((const char *)a16, (const char *)b16, (const char *)g16, (char *)f16o, (char *)f16p, nv);
     CHECK(memcmp(w1, f16o, (size_t)nv * 2) == 0 && memcmp(w2, f16p, (size_t)nv * 2) == 0,
           "bwd16 differs from the fp32 routine rounded to bf16");
-    mf_swiglu_fwd16_generic((const char *)a16, (const char *)b16, (char *)f16o, nv);
-    mf_swiglu_bwd16_generic((const char *)a16, (const char *)b16, (const char *)g16, (char *)w2, (char *)f16p, nv);
+    mf_swiglu_generic.fwd16((const char *)a16, (const char *)b16, (char *)f16o, nv);
+    mf_swiglu_generic.bwd16((const char *)a16, (const char *)b16, (const char *)g16, (char *)w2, (char *)f16p, nv);
     for (int k = 1; k < nw; k++) {
         static uint16_t v1[N], v2[N], v3[N];
-        ws[k].fwd16((const char *)a16, (const char *)b16, (char *)v1, nv);
-        CHECK(memcmp(v1, f16o, (size_t)nv * 2) == 0, "fwd16: generic and %s bits differ", ws[k].name);
-        ws[k].bwd16((const char *)a16, (const char *)b16, (const char *)g16, (char *)v2, (char *)v3, nv);
+        ws[k]->fwd16((const char *)a16, (const char *)b16, (char *)v1, nv);
+        CHECK(memcmp(v1, f16o, (size_t)nv * 2) == 0, "fwd16: generic and %s bits differ", ws[k]->name);
+        ws[k]->bwd16((const char *)a16, (const char *)b16, (const char *)g16, (char *)v2, (char *)v3, nv);
         CHECK(memcmp(v2, w2, (size_t)nv * 2) == 0 && memcmp(v3, f16p, (size_t)nv * 2) == 0,
-              "bwd16: generic and %s bits differ", ws[k].name);
+              "bwd16: generic and %s bits differ", ws[k]->name);
     }
     g_cases++;
 }

@@ -20,11 +20,8 @@
 /* the generic four-lane block routines (swiglu_avx2.c and swiglu_avx512.c
  * build the eight- and sixteen-lane ones) */
 #define GT_W 4
-#define SG_FWD mf_swiglu_fwd_generic
-#define SG_BWD mf_swiglu_bwd_generic
-#define SG_NARROW_BF16 mf_swiglu_narrow_bf16_generic
-#define SG_FWD16 mf_swiglu_fwd16_generic
-#define SG_BWD16 mf_swiglu_bwd16_generic
+#define SG_NAME "generic"
+#define SG_TABLE mf_swiglu_generic
 #include "ops/act/swiglu_core.h"
 
 static const char OPF[] = "aclnnSwiGlu";
@@ -130,19 +127,14 @@ typedef struct sg_ctx {
     char *out;
     int dtype, es;
     int64_t nchunks;
-    int w; /* the block routines' lanes */
     bool direct; /* FLOAT or BF16, every view dense: whole vectors computed in place */
     bool nt;     /* direct, and the output past mf_nt_threshold(): streaming stores */
-    sg_fwd_fn fwd;
-    sg_bwd_fn bwd;
-    sg_narrow_fn bf16;
-    sg_fwd16_fn fwd16;
-    sg_bwd16_fn bwd16;
+    const sg_routines *r; /* the kernel path's width */
 } sg_ctx;
 
 /* fp32 results o[0..n) rounded to the output's dtype at dst */
 static void sg_put(const sg_ctx *c, char *dst, int64_t n, const float *o) {
-    if (c->dtype == ACL_BF16) c->bf16(o, dst, n);
+    if (c->dtype == ACL_BF16) c->r->narrow(o, dst, n);
     else mf_narrow_f32(dst, c->es, c->dtype, n, o);
 }
 
@@ -156,7 +148,7 @@ static void sg_units(void *ctxp, int64_t u0, int64_t u1) {
         int64_t n = p->inner - c0 < SG_CHUNK ? p->inner - c0 : SG_CHUNK;
         char *row = c->out + r * (p->grad ? 2 : 1) * p->inner * c->es;
         if (c->direct) { /* the whole vectors straight from x (and yGrad) to out; the tail below */
-            const int64_t nv = n & ~(int64_t)(c->w - 1), e0 = c0 * c->es;
+            const int64_t nv = n & ~(int64_t)(c->r->w - 1), e0 = c0 * c->es;
             const char *xa = sg_row(&c->x, r, 0) + e0, *xb = sg_row(&c->x, r, 1) + e0;
             const char *gy = p->grad ? sg_row(&c->dy, r, 0) + e0 : NULL;
             char *oa = row + e0, *oy = oa + p->inner * c->es; /* oy: the B half's gradient */
@@ -164,12 +156,12 @@ static void sg_units(void *ctxp, int64_t u0, int64_t u1) {
              * leave by the kernel table's streaming copy */
             char *ta = c->nt ? (char *)o : oa, *ty = c->nt ? (char *)ob : oy;
             if (c->dtype == ACL_BF16) {
-                if (!p->grad) c->fwd16(xa, xb, ta, nv);
-                else c->bwd16(xa, xb, gy, ta, ty, nv);
+                if (!p->grad) c->r->fwd16(xa, xb, ta, nv);
+                else c->r->bwd16(xa, xb, gy, ta, ty, nv);
             } else if (!p->grad) {
-                c->fwd((const float *)(const void *)xa, (const float *)(const void *)xb, (float *)(void *)ta, nv);
+                c->r->fwd((const float *)(const void *)xa, (const float *)(const void *)xb, (float *)(void *)ta, nv);
             } else {
-                c->bwd((const float *)(const void *)xa, (const float *)(const void *)xb,
+                c->r->bwd((const float *)(const void *)xa, (const float *)(const void *)xb,
                        (const float *)(const void *)gy, (float *)(void *)ta, (float *)(void *)ty, nv);
             }
             if (c->nt) {
@@ -179,15 +171,15 @@ static void sg_units(void *ctxp, int64_t u0, int64_t u1) {
             c0 += nv, n -= nv;
             if (n == 0) continue;
         }
-        const int64_t np = (n + c->w - 1) & ~(int64_t)(c->w - 1);
+        const int64_t np = (n + c->r->w - 1) & ~(int64_t)(c->r->w - 1);
         sg_gather(&c->x, r, 0, c0, n, a);
         sg_gather(&c->x, r, 1, c0, n, b);
         if (!p->grad) {
-            c->fwd(a, b, o, np);
+            c->r->fwd(a, b, o, np);
             sg_put(c, row + c0 * c->es, n, o);
         } else {
             sg_gather(&c->dy, r, 0, c0, n, g);
-            c->bwd(a, b, g, o, ob, np);
+            c->r->bwd(a, b, g, o, ob, np);
             sg_put(c, row + c0 * c->es, n, o);
             sg_put(c, row + (p->inner + c0) * c->es, n, ob);
         }
@@ -211,28 +203,10 @@ static aclnnStatus sg_run(const void *plan, const aclTensor *const *t, void *wor
     c.nchunks = (p->inner + SG_CHUNK - 1) / SG_CHUNK;
     c.direct = (c.dtype == ACL_FLOAT || c.dtype == ACL_BF16) && c.x.dense && (!p->grad || c.dy.dense);
     c.nt = c.direct && out->numel * c.es >= mf_nt_threshold();
-    c.w = 4;
-    c.fwd = mf_swiglu_fwd_generic;
-    c.bwd = mf_swiglu_bwd_generic;
-    c.bf16 = mf_swiglu_narrow_bf16_generic;
-    c.fwd16 = mf_swiglu_fwd16_generic;
-    c.bwd16 = mf_swiglu_bwd16_generic;
+    c.r = &mf_swiglu_generic;
 #if defined(MOEFR_X86_KERNELS) /* every width gives the same bits */
-    if (strcmp(mf_kernels()->isa, "avx512") == 0) {
-        c.w = 16;
-        c.fwd = mf_swiglu_fwd_avx512;
-        c.bwd = mf_swiglu_bwd_avx512;
-        c.bf16 = mf_swiglu_narrow_bf16_avx512;
-        c.fwd16 = mf_swiglu_fwd16_avx512;
-        c.bwd16 = mf_swiglu_bwd16_avx512;
-    } else if (strcmp(mf_kernels()->isa, "avx2") == 0) {
-        c.w = 8;
-        c.fwd = mf_swiglu_fwd_avx2;
-        c.bwd = mf_swiglu_bwd_avx2;
-        c.bf16 = mf_swiglu_narrow_bf16_avx2;
-        c.fwd16 = mf_swiglu_fwd16_avx2;
-        c.bwd16 = mf_swiglu_bwd16_avx2;
-    }
+    if (strcmp(mf_kernels()->isa, "avx512") == 0) c.r = &mf_swiglu_avx512;
+    else if (strcmp(mf_kernels()->isa, "avx2") == 0) c.r = &mf_swiglu_avx2;
 #endif
     mf_parallel_for(p->rows * c.nchunks, sg_units, &c, SG_SERIAL_UNITS);
     return ACLNN_SUCCESS;

@@ -16,27 +16,25 @@
  * of g[i] * silu(a[i]) * b[i]. n is a multiple of the routine's lanes; all arrays hold n. */
 typedef void (*sg_fwd_fn)(const float *a, const float *b, float *o, int64_t n);
 typedef void (*sg_bwd_fn)(const float *a, const float *b, const float *g, float *oa, float *ob, int64_t n);
-void mf_swiglu_fwd_generic(const float *a, const float *b, float *o, int64_t n);
-void mf_swiglu_bwd_generic(const float *a, const float *b, const float *g, float *oa, float *ob, int64_t n);
 /* s[0..n) (any n) rounded to bfloat16 at p, as mf_f32_to_bf16 does */
 typedef void (*sg_narrow_fn)(const float *s, char *p, int64_t n);
-void mf_swiglu_narrow_bf16_generic(const float *s, char *p, int64_t n);
 /* The block routines on bfloat16 arrays (dense rows read and written in place) */
 typedef void (*sg_fwd16_fn)(const char *a, const char *b, char *o, int64_t n);
 typedef void (*sg_bwd16_fn)(const char *a, const char *b, const char *g, char *oa, char *ob, int64_t n);
-void mf_swiglu_fwd16_generic(const char *a, const char *b, char *o, int64_t n);
-void mf_swiglu_bwd16_generic(const char *a, const char *b, const char *g, char *oa, char *ob, int64_t n);
+
+/* One width's block routines (swiglu_core.h defines SG_TABLE, its table). */
+typedef struct sg_routines {
+    const char *name;
+    int w; /* lanes: n is a multiple of it */
+    sg_fwd_fn fwd;
+    sg_bwd_fn bwd;
+    sg_narrow_fn narrow;
+    sg_fwd16_fn fwd16;
+    sg_bwd16_fn bwd16;
+} sg_routines;
+extern const sg_routines mf_swiglu_generic;
 #if defined(MOEFR_X86_KERNELS)
-void mf_swiglu_fwd_avx2(const float *a, const float *b, float *o, int64_t n);
-void mf_swiglu_bwd_avx2(const float *a, const float *b, const float *g, float *oa, float *ob, int64_t n);
-void mf_swiglu_narrow_bf16_avx2(const float *s, char *p, int64_t n);
-void mf_swiglu_fwd16_avx2(const char *a, const char *b, char *o, int64_t n);
-void mf_swiglu_bwd16_avx2(const char *a, const char *b, const char *g, char *oa, char *ob, int64_t n);
-void mf_swiglu_fwd_avx512(const float *a, const float *b, float *o, int64_t n);
-void mf_swiglu_bwd_avx512(const float *a, const float *b, const float *g, float *oa, float *ob, int64_t n);
-void mf_swiglu_narrow_bf16_avx512(const float *s, char *p, int64_t n);
-void mf_swiglu_fwd16_avx512(const char *a, const char *b, char *o, int64_t n);
-void mf_swiglu_bwd16_avx512(const char *a, const char *b, const char *g, char *oa, char *ob, int64_t n);
+extern const sg_routines mf_swiglu_avx2, mf_swiglu_avx512;
 #endif
 
 #endif /* MOEFR_OPS_ACT_SWIGLU_H_ */

@@ -6,9 +6,6 @@
  * operation as two 256-bit halves, they still take 0.45-0.7x the time of the
  * eight-lane ones (half the instructions in the out-of-order window). */
 #define GT_W 16
-#define SG_FWD mf_swiglu_fwd_avx512
-#define SG_BWD mf_swiglu_bwd_avx512
-#define SG_NARROW_BF16 mf_swiglu_narrow_bf16_avx512
-#define SG_FWD16 mf_swiglu_fwd16_avx512
-#define SG_BWD16 mf_swiglu_bwd16_avx512
+#define SG_NAME "avx512"
+#define SG_TABLE mf_swiglu_avx512
 #include "ops/act/swiglu_core.h"

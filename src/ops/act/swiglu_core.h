@@ -1,6 +1,6 @@
 /* swiglu_core.h - SwiGlu's block routines over GT_W-lane generic vectors
- * (ops/gv.h). The includer defines GT_W and SG_FWD / SG_BWD / SG_NARROW_BF16 /
- * SG_FWD16 / SG_BWD16 (the functions' names). Per element, in fp32, in this order (no FMA):
+ * (ops/gv.h). The includer defines GT_W, SG_NAME (the width's name) and
+ * SG_TABLE (its sg_routines table's name). Per element, in fp32, in this order (no FMA):
  *   e = exp(-|a|)   q = 1 / (1 + e)   s = a >= 0 ? q : e * q   (sigmoid(a))
  *   forward   o  = (a * s) * b
  *   backward  oa = ((s * (1 - s)) * a + s) * b * g,   ob = (s * a) * g
@@ -20,6 +20,14 @@
 #include "ops/gv.h"
 
 #define SG_B 128 /* elements per block: 1.5 KiB of scratch, in L1 */
+
+#define SG_CAT_(a, b) a##b
+#define SG_CAT(a, b) SG_CAT_(a, b)
+#define SG_FWD SG_CAT(SG_TABLE, _fwd)
+#define SG_BWD SG_CAT(SG_TABLE, _bwd)
+#define SG_NARROW_BF16 SG_CAT(SG_TABLE, _narrow_bf16)
+#define SG_FWD16 SG_CAT(SG_TABLE, _fwd16)
+#define SG_BWD16 SG_CAT(SG_TABLE, _bwd16)
 
 /* Passes 1 and 2 over m elements of a (fp32, es 4, or bfloat16, es 2; the
  * callers pass a constant): v[i] = exp(-|a[i]|) before the tiny-argument
@@ -47,7 +55,7 @@ static inline gvf sg_sigmoid(gvf a, gvf v) {
     return gv_sel(a != a, a, gv_sel(a >= gv_splat(0.0f), q, e * q));
 }
 
-void SG_FWD(const float *a, const float *b, float *o, int64_t n) {
+static void SG_FWD(const float *a, const float *b, float *o, int64_t n) {
     _Alignas(64) float v[SG_B], t[SG_B];
     for (int64_t i0 = 0; i0 < n; i0 += SG_B) {
         const int64_t m = n - i0 < SG_B ? n - i0 : SG_B;
@@ -61,7 +69,7 @@ void SG_FWD(const float *a, const float *b, float *o, int64_t n) {
 
 /* s[0..n) rounded to bfloat16 at p: whole vectors here, the tail one by one
  * (the same rounding, mf_f32_to_bf16) */
-void SG_NARROW_BF16(const float *s, char *p, int64_t n) {
+static void SG_NARROW_BF16(const float *s, char *p, int64_t n) {
     int64_t i = 0;
     for (; i + GT_W <= n; i += GT_W) gv_store_bf16(p + 2 * i, gv_load(s + i));
     for (; i < n; i++) {
@@ -70,7 +78,7 @@ void SG_NARROW_BF16(const float *s, char *p, int64_t n) {
     }
 }
 
-void SG_BWD(const float *a, const float *b, const float *g, float *oa, float *ob, int64_t n) {
+static void SG_BWD(const float *a, const float *b, const float *g, float *oa, float *ob, int64_t n) {
     const gvf one = gv_splat(1.0f);
     _Alignas(64) float v[SG_B], t[SG_B];
     for (int64_t i0 = 0; i0 < n; i0 += SG_B) {
@@ -89,7 +97,7 @@ void SG_BWD(const float *a, const float *b, const float *g, float *oa, float *ob
  * each result rounded once (gv_store_bf16); a, b, g, o, oa, ob are element
  * arrays of n (a multiple of GT_W) bfloat16 values. */
 
-void SG_FWD16(const char *a, const char *b, char *o, int64_t n) {
+static void SG_FWD16(const char *a, const char *b, char *o, int64_t n) {
     _Alignas(64) float v[SG_B], t[SG_B];
     for (int64_t i0 = 0; i0 < n; i0 += SG_B) {
         const int64_t m = n - i0 < SG_B ? n - i0 : SG_B;
@@ -102,7 +110,7 @@ void SG_FWD16(const char *a, const char *b, char *o, int64_t n) {
     }
 }
 
-void SG_BWD16(const char *a, const char *b, const char *g, char *oa, char *ob, int64_t n) {
+static void SG_BWD16(const char *a, const char *b, const char *g, char *oa, char *ob, int64_t n) {
     const gvf one = gv_splat(1.0f);
     _Alignas(64) float v[SG_B], t[SG_B];
     for (int64_t i0 = 0; i0 < n; i0 += SG_B) {
@@ -116,3 +124,5 @@ void SG_BWD16(const char *a, const char *b, const char *g, char *oa, char *ob, i
         }
     }
 }
+
+const sg_routines SG_TABLE = {SG_NAME, GT_W, SG_FWD, SG_BWD, SG_NARROW_BF16, SG_FWD16, SG_BWD16};

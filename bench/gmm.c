@@ -84,8 +84,10 @@ static peak machine_peak(int threads) {
     if (bench_cpuinfo("flags", flags, sizeof flags) == 0) {
         pk.lanes = has_flag(flags, "avx512f") ? 16 : has_flag(flags, "avx2") && has_flag(flags, "fma") ? 8 : 4;
         pk.isa = pk.lanes == 16 ? "AVX-512" : pk.lanes == 8 ? "AVX2+FMA" : "SSE";
-        /* Zen and Zen+ (family 23, models below 0x30) split a 256-bit FMA into two 128-bit halves */
+        /* Zen and Zen+ (family 23, models below 0x30) split a 256-bit FMA into two 128-bit halves;
+         * Zen 4 (family 25 with AVX-512) runs a 512-bit FMA on both of its 256-bit FMA pipes at once */
         if (strcmp(vendor, "AuthenticAMD") == 0 && atoi(fam) == 23 && atoi(mod) < 0x30 && pk.lanes == 8) pk.units = 1;
+        if (strcmp(vendor, "AuthenticAMD") == 0 && atoi(fam) == 25 && pk.lanes == 16) pk.units = 1;
     } else if (bench_cpuinfo("Features", flags, sizeof flags) == 0) {
         pk.lanes = 4;
         pk.isa = has_flag(flags, "asimd") ? "NEON" : "scalar";

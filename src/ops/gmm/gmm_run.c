@@ -1,6 +1,7 @@
 /* gmm_run.c - GroupedMatmul's phase 2: read the group list, lay out one
  * GEMM per group, cut every group's output into tiles of a fixed shape
- * (plan->mt x plan->nt, set from the shapes alone), and let the pool's
+ * (plan->mt x plan->nt, set from the shapes alone; for a K split with packed
+ * operands, chosen again here from the largest group's K), and let the pool's
  * workers take tiles from a shared counter. Each tile is one call of the
  * BLAS's serial sgemm over the group's whole K:
  *   - fp32 operands that are row- or column-major views go to the BLAS in

@@ -12,10 +12,12 @@ and the rows combined back weighted by their probabilities. The step is that for
 backward of sum(out * grad_out) into x and every weight.
 
   torch:  index_select / stable-sort permutation, a per-expert torch.matmul loop, F.silu(a) * b,
-          scatter_add combine. bf16: PyTorch's own bf16 matmul on a CPU without AVX512-BF16 runs
-          at a few GFLOP/s (this script measures it and prints it), so the reference keeps the bf16
-          tensors but multiplies them widened to fp32 and rounds the product to bf16 (what moefr's
-          GroupedMatmul does); --native-bf16 times torch's bf16 matmul instead.
+          scatter_add combine. bf16 has two torch sides, both timed in the same rounds: "torch"
+          keeps the bf16 tensors but multiplies them widened to fp32 and rounds the product to bf16
+          (what moefr's GroupedMatmul does without AVX512-BF16), and "torch-bf16" uses PyTorch's own
+          bf16 matmul (oneDNN: fast on a CPU with AVX512-BF16, a few GFLOP/s without; this script
+          measures it and prints it). Each gets its own ratio; the faster torch side is the one a
+          target is read against. --native-bf16 keeps only torch-bf16.
   moefr:  npu_moe_gating_top_k_softmax (the expert ids; the probabilities' gradient comes from a
           torch softmax gathered at those ids, since torch_npu registers no gradient for the gating
           op), npu_moe_token_permute, npu_grouped_matmul (group type 0, counts), npu_swiglu,
@@ -225,14 +227,16 @@ def main():
     dtypes = {"fp32": [torch.float32], "bf16": [torch.bfloat16],
               "both": [torch.float32, torch.bfloat16]}[a.dtype]
     if torch.bfloat16 in dtypes:
-        print("torch's own bf16 matmul here: %.1f GFLOP/s (256x1024 @ 1024x1024); the bf16 torch side %s" %
-              (native_bf16_gflops(threads), "uses it (--native-bf16)" if a.native_bf16 else
-               "widens to fp32 for its matmuls (--native-bf16: use it)"))
+        print("torch's own bf16 matmul here: %.1f GFLOP/s (256x1024 @ 1024x1024); %s" %
+              (native_bf16_gflops(threads), "the bf16 torch side uses it (--native-bf16)" if a.native_bf16 else
+               "bf16 rows: torch widens to fp32 for its matmuls, torch-bf16 uses it"))
     skipped = None
     for dt in dtypes:
         dn = "fp32" if dt == torch.float32 else "bf16"
         mm = matmul_fn(dt, a.native_bf16)
-        impls = [("torch", torch_layer(mm))]
+        impls = [("torch-bf16" if dt == torch.bfloat16 and a.native_bf16 else "torch", torch_layer(mm))]
+        if dt == torch.bfloat16 and not a.native_bf16:
+            impls.append(("torch-bf16", torch_layer(matmul_fn(dt, True))))
         ml, why = moefr_layer(mm)
         if ml is not None:
             impls.append(("moefr", ml))
@@ -241,20 +245,21 @@ def main():
             print(why)
         leaves, gy = make_problem(T, H, E, Fh, dt)
         times, last = time_pairs(impls, leaves, gy, K, a.reps)
-        if "torch" not in times:
-            continue
-        tt = statistics.median(times["torch"]) * 1e3
-        line = "%s  torch %9.1f ms/step (%5.1f GFLOP/s)" % (dn, tt, flop / tt / 1e6)
-        if "moefr" in times:
-            mt = statistics.median(times["moefr"]) * 1e3
-            ratio = statistics.median([t / m for t, m in zip(times["torch"], times["moefr"])])
-            (o1, g1), (o2, g2) = last["torch"], last["moefr"]
-            line += "  moefr %9.1f ms/step (%5.1f GFLOP/s)  ratio torch/moefr %.2f  out diff %.1e  grad x diff %.1e" % (
-                mt, flop / mt / 1e6, ratio, rel_diff(o1, o2), rel_diff(g1[0], g2[0]))
-        else:
-            line += "  moefr not timed"
-        print(line)
-        sys.stdout.flush()
+        for tn, _ in impls:
+            if tn == "moefr" or tn not in times:
+                continue
+            tt = statistics.median(times[tn]) * 1e3
+            line = "%s  %-10s %9.1f ms/step (%5.1f GFLOP/s)" % (dn, tn, tt, flop / tt / 1e6)
+            if "moefr" in times:
+                mt = statistics.median(times["moefr"]) * 1e3
+                ratio = statistics.median([t / m for t, m in zip(times[tn], times["moefr"])])
+                (o1, g1), (o2, g2) = last[tn], last["moefr"]
+                line += "  moefr %9.1f ms/step (%5.1f GFLOP/s)  ratio %s/moefr %.2f  out diff %.1e  grad x diff %.1e" % (
+                    mt, flop / mt / 1e6, tn, ratio, rel_diff(o1, o2), rel_diff(g1[0], g2[0]))
+            else:
+                line += "  moefr not timed"
+            print(line)
+            sys.stdout.flush()
     return 0
 
 

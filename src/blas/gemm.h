@@ -6,6 +6,7 @@
 #ifndef MOEFR_BLAS_GEMM_H_
 #define MOEFR_BLAS_GEMM_H_
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* C = A B + beta C in fp32: A is M x K with element (i, k) at
@@ -16,6 +17,16 @@
  * int range: gmm_run.c's ld_ok() decides, and packs what is not. M, N, K >= 1. */
 void mf_sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t rsa, int64_t csa, const float *B,
               int64_t rsb, int64_t csb, float beta, float *C, int64_t ldc);
+/* bf16 x bf16 -> fp32 from oneDNN's matmul (gemm_bf16.c): C = A B + (beta != 0 ? C : 0)
+ * with A, B bf16 bit patterns in the layouts above (row- or column-major,
+ * the leading dimension at least the other dim). False when it did not run
+ * (no usable oneDNN on this CPU and path, or a layout it has no fast kernel
+ * for): the caller widens and calls mf_sgemm instead. VDPBF16PS flushes
+ * subnormal inputs and results: callers keep inputs of magnitude < 2^-63 away. */
+bool mf_bf16gemm_ready(void);
+bool mf_bf16gemm_layout_ok(int64_t rows, int64_t cols, int64_t rs, int64_t cs);
+bool mf_bf16gemm(int64_t M, int64_t N, int64_t K, const uint16_t *A, int64_t rsa, int64_t csa, const uint16_t *B,
+                 int64_t rsb, int64_t csb, float beta, float *C, int64_t ldc);
 /* The library's name, version and kernel set (moefrBlas() returns it). */
 const char *mf_blas_name(void);
 

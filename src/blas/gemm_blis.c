@@ -25,11 +25,12 @@ void mf_sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t rsa, int6
                  (inc_t)csa, (float *)B, (inc_t)rsb, (inc_t)csb, &b, C, (inc_t)ldc, 1, NULL, &rntm);
 }
 
-static char g_name[96];
+static char g_name[160];
 static pthread_once_t g_name_once = PTHREAD_ONCE_INIT;
 static void name_init(void) {
     const char *v = bli_info_get_version_str();
-    snprintf(g_name, sizeof g_name, "BLIS %s (%s kernels)", v ? v : "?", bli_arch_string(bli_arch_query_id()));
+    snprintf(g_name, sizeof g_name, "BLIS %s (%s kernels)%s", v ? v : "?", bli_arch_string(bli_arch_query_id()),
+             mf_bf16gemm_ready() ? "; bf16: oneDNN matmul on VDPBF16PS (libdnnl.so.2)" : "");
 }
 const char *mf_blas_name(void) {
     pthread_once(&g_name_once, name_init);

@@ -36,6 +36,7 @@ typedef struct gmm_group {
     const char *bias; /* n elements of bias_dtype at stride bias_s (elements), or NULL */
     int64_t bias_s;
     bool zero; /* a K-split group with k == 0: its output is zeros */
+    bool bf16; /* bf16 operands that oneDNN may multiply as they are (bf16_group) */
 } gmm_group;
 
 /* The rows of t (all dims but the last) as one stride, when they collapse
@@ -188,6 +189,35 @@ static void store(const gmm_mat *c, int64_t i0, int64_t rows, int64_t j0, int64_
     }
 }
 
+/* bf16 groups whose operands oneDNN reads in place (row- or column-major)
+ * go to mf_bf16gemm (src/blas/gemm_bf16.c) when every input's magnitude is
+ * 0 or at least 2^-63: then every product of two is an fp32 normal, which
+ * VDPBF16PS forms exactly, as widening does (it would flush a subnormal
+ * input, or a subnormal product, to zero). Which groups qualify depends on
+ * the data and the layout alone, never on the thread count. */
+static bool bf16_tiny(const gmm_mat *m, int64_t rows, int64_t cols) {
+    const int64_t runs = m->cs == 1 ? rows : cols, len = m->cs == 1 ? cols : rows;
+    const int64_t step = m->cs == 1 ? m->rs : m->cs;
+    for (int64_t r = 0; r < runs; r++) {
+        const uint16_t *v = (const uint16_t *)m->base + r * step;
+        unsigned tiny = 0;
+        for (int64_t j = 0; j < len; j++) tiny |= (uint16_t)((v[j] & 0x7FFFu) - 1u) < 0x1FFFu; /* 0 < |v| < 2^-63 */
+        if (tiny) return true;
+    }
+    return false;
+}
+static bool bf16_group(const gmm_group *q) {
+    if (q->a.dtype != ACL_BF16 || q->b.dtype != ACL_BF16 || q->zero || q->m == 0 || q->n == 0 || q->k == 0) return false;
+    if (!q->a.uniform || !q->b.uniform || !mf_bf16gemm_layout_ok(q->m, q->k, q->a.rs, q->a.cs) ||
+        !mf_bf16gemm_layout_ok(q->k, q->n, q->b.rs, q->b.cs))
+        return false;
+    return !bf16_tiny(&q->a, q->m, q->k) && !bf16_tiny(&q->b, q->k, q->n);
+}
+static void bf16_groups(void *ctx, int64_t i0, int64_t i1) {
+    gmm_group *g = ctx;
+    for (int64_t i = i0; i < i1; i++) g[i].bf16 = bf16_group(&g[i]);
+}
+
 /* A tile shape: mt x nt output tiles; scratch C (sm x sn), A (sm x ka), B (ka x sn) floats. */
 typedef struct gmm_shape {
     int64_t mt, nt, sm, sn, ka;
@@ -222,6 +252,13 @@ typedef struct gmm_ctx {
     atomic_llong next;
 } gmm_ctx;
 
+/* The tile's fp32 accumulator starts as the bias row, widened, in every row. */
+static void fill_bias(const gmm_plan *p, const gmm_group *g, int64_t j0, int64_t rows, int64_t cols, float *cbuf) {
+    const int64_t bes = (int64_t)mf_dtype_size(p->bias_dtype);
+    mf_widen_f32(g->bias + j0 * g->bias_s * bes, g->bias_s * bes, p->bias_dtype, cols, cbuf, 1);
+    for (int64_t i = 1; i < rows; i++) memcpy(cbuf + i * cols, cbuf, (size_t)cols * 4);
+}
+
 static void gmm_tile(const gmm_ctx *c, int64_t tile, float *sc, int64_t *cached) {
     const gmm_plan *p = c->p;
     int64_t lo = 0, hi = p->E; /* the group holding the tile: first[gi] <= tile < first[gi + 1] */
@@ -243,13 +280,14 @@ static void gmm_tile(const gmm_ctx *c, int64_t tile, float *sc, int64_t *cached)
         store(&g->c, i0, rows, j0, cols, cbuf);
         return;
     }
-    float beta = 0.0f;
-    if (g->bias) {
-        const int64_t bes = (int64_t)mf_dtype_size(p->bias_dtype);
-        mf_widen_f32(g->bias + j0 * g->bias_s * bes, g->bias_s * bes, p->bias_dtype, cols, cbuf, 1);
-        for (int64_t i = 1; i < rows; i++) memcpy(cbuf + i * cols, cbuf, (size_t)cols * 4);
-        beta = 1.0f;
+    const float beta = g->bias ? 1.0f : 0.0f;
+    if (g->bias) fill_bias(p, g, j0, rows, cols, cbuf);
+    if (g->bf16 && mf_bf16gemm(rows, cols, g->k, (const uint16_t *)mat_at(&g->a, i0, 0), g->a.rs, g->a.cs,
+                               (const uint16_t *)mat_at(&g->b, 0, j0), g->b.rs, g->b.cs, beta, cbuf, cols)) {
+        store(&g->c, i0, rows, j0, cols, cbuf);
+        return;
     }
+    if (g->bf16 && g->bias) fill_bias(p, g, j0, rows, cols, cbuf); /* a failed call may have added to it */
     const float *A, *B;
     int64_t rsa, csa, rsb, csb;
     if (direct(&g->a, rows, g->k)) {
@@ -434,6 +472,7 @@ aclnnStatus mf_gmm_run(const void *plan, const aclTensor *const *t, void *worksp
         gmm_shape grown;
         if (tile_shape(p, p->mrows, p->N, kg, 512, p->scratch, &grown) <= p->scratch) c.sh = grown;
     }
+    if (p->dtype == ACL_BF16 && mf_bf16gemm_ready()) mf_parallel_for(p->E, bf16_groups, g, 1);
     first[0] = 0;
     for (int64_t i = 0; i < p->E; i++) {
         const gmm_group *q = &g[i];

@@ -14,9 +14,10 @@ own bench times them against one GEMM).
           group_list_type=1) - one (M, N) output, w one (E, K, N) tensor.
   torch:  torch.cat([x[s:e] @ w[g] for each group]) - torch's own matmul, whatever BLAS torch
           loads (the "fast configuration": libblas.so.3 -> OpenBLAS pthread when
-          libopenblas0-pthread is installed, as scripts/deps.sh does). bf16: torch's CPU bf16
-          matmul without AVX512-BF16 runs at a few GFLOP/s, so the loop multiplies widened to fp32
-          and rounds once (what moefr does); --native-bf16 times torch's bf16 kernel instead.
+          libopenblas0-pthread is installed, as scripts/deps.sh does). bf16 is timed against two
+          loops: "torch" multiplies widened to fp32 and rounds once (what moefr does without
+          AVX512-BF16), "torch-bf16" is torch's own bf16 matmul (oneDNN: fast with AVX512-BF16, a
+          few GFLOP/s without); the faster one is the reference. --native-bf16: torch-bf16 only.
 
 Both sides use the library's thread count (torch.set_num_threads). Each repeat runs one torch call
 then one moefr call; ms is the median, ratio the median of the pairs' torch/moefr time ratios (> 1:
@@ -65,8 +66,8 @@ def main():
     shapes = [(8, 2, 2048, 1408), (64, 8, 2048, 1024)]
     dtypes = {"fp32": [torch.float32], "bf16": [torch.bfloat16], "both": [torch.float32, torch.bfloat16]}
     if args.markdown:
-        print("| E | GEMM | M x K x N | dtype | torch ms | moefr ms | moefr GFLOP/s | ratio torch/moefr | diff |")
-        print("|---|---|---|---|---|---|---|---|---|")
+        print("| E | GEMM | M x K x N | dtype | torch side | torch ms | moefr ms | moefr GFLOP/s | ratio torch/moefr | diff |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
     gen = torch.Generator().manual_seed(1234)
     worst = None
     for E, k, H, Fh in shapes:
@@ -75,10 +76,13 @@ def main():
         counts[: M % E] += 1
         bounds = [0] + torch.cumsum(counts, 0).tolist()
         for name, K, N in (("gate+up", H, 2 * Fh), ("down", Fh, H)):
-            for dt in dtypes[args.dtype]:
+            for dt, native in [(d, nv) for d in dtypes[args.dtype]
+                               for nv in ([False] if d == torch.float32 else [True] if args.native_bf16
+                                          else [False, True])]:
                 x = (torch.rand(M, K, generator=gen) * 2 - 1).to(dt)
                 w = ((torch.rand(E, K, N, generator=gen) * 2 - 1) / K ** 0.5).to(dt)
-                mm = loop_mm(dt, args.native_bf16)
+                mm = loop_mm(dt, native)
+                side = "torch-bf16" if dt == torch.bfloat16 and native else "torch"
                 ws = w.unbind(0)
 
                 def torch_call():
@@ -100,11 +104,11 @@ def main():
                 gf = 2.0 * M * K * N / m / 1e9
                 dn = "fp32" if dt == torch.float32 else "bf16"
                 if args.markdown:
-                    print("| %d | %s | %d x %d x %d | %s | %.1f | %.1f | %.1f | %.2f | %.1e |"
-                          % (E, name, M, K, N, dn, t * 1e3, m * 1e3, gf, r, diff))
+                    print("| %d | %s | %d x %d x %d | %s | %s | %.1f | %.1f | %.1f | %.2f | %.1e |"
+                          % (E, name, M, K, N, dn, side, t * 1e3, m * 1e3, gf, r, diff))
                 else:
-                    print("  E=%-2d %-7s %6d x %4d x %4d %s  torch %8.1f ms  moefr %8.1f ms (%6.1f GFLOP/s)  "
-                          "ratio %.2f  diff %.1e" % (E, name, M, K, N, dn, t * 1e3, m * 1e3, gf, r, diff))
+                    print("  E=%-2d %-7s %6d x %4d x %4d %s  %-10s %8.1f ms  moefr %8.1f ms (%6.1f GFLOP/s)  "
+                          "ratio %.2f  diff %.1e" % (E, name, M, K, N, dn, side, t * 1e3, m * 1e3, gf, r, diff))
                 sys.stdout.flush()
                 worst = r if worst is None else min(worst, r)
     print("lowest ratio: %.2f (target >= 1.0)" % worst)

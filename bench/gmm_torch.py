@@ -14,7 +14,8 @@ own bench times them against one GEMM).
           group_list_type=1) - one (M, N) output, w one (E, K, N) tensor.
   torch:  torch.cat([x[s:e] @ w[g] for each group]) - torch's own matmul, whatever BLAS torch
           loads (the "fast configuration": libblas.so.3 -> OpenBLAS pthread when
-          libopenblas0-pthread is installed, as scripts/deps.sh does). bf16 is timed against two
+          libopenblas0-pthread is installed; nothing here installs it: without it, Debian points torch at
+          BLIS's serial build, one core, when moefr's libblis4-serial is there). bf16 is timed against two
           loops: "torch" multiplies widened to fp32 and rounds once (what moefr does without
           AVX512-BF16), "torch-bf16" is torch's own bf16 matmul (oneDNN: fast with AVX512-BF16, a
           few GFLOP/s without); the faster one is the reference. --native-bf16: torch-bf16 only.
@@ -31,7 +32,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from moe_layer_torch import cpu_name, library_threads  # noqa: E402  (the layer bench's helpers)
+from moe_layer_torch import cpu_name, library_threads, torch_blas  # noqa: E402  (the layer bench's helpers)
 
 
 def loop_mm(dtype, native):
@@ -63,6 +64,7 @@ def main():
     torch.set_num_threads(threads)
     print("npu_grouped_matmul vs a per-group torch.matmul loop on %s; torch %s, %d threads (both sides); "
           "%d tokens; median of %d pairs" % (cpu_name(), torch.__version__, threads, args.tokens, args.reps))
+    print("BLAS mapped in this process (torch's fp32 matmul, and moefr's): %s" % torch_blas())
     shapes = [(8, 2, 2048, 1408), (64, 8, 2048, 1024)]
     dtypes = {"fp32": [torch.float32], "bf16": [torch.bfloat16], "both": [torch.float32, torch.bfloat16]}
     if args.markdown:

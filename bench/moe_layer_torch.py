@@ -194,6 +194,23 @@ def native_bf16_gflops(threads):
     return 2 * 256 * 1024 * 1024 / (time.perf_counter() - t0) / 1e9
 
 
+def torch_blas():
+    """The BLAS libraries this process has mapped after a torch fp32 matmul (what torch multiplies
+    on: libblas.so.3 is whatever Debian's alternatives point it at, e.g. OpenBLAS pthread or BLIS's
+    serial build, one core)."""
+    torch.matmul(torch.ones(64, 64), torch.ones(64, 64))
+    seen = []
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.split()[-1] if len(line.split()) >= 6 else ""
+                if ("blas" in path or "blis" in path) and path not in seen:
+                    seen.append(path)
+    except OSError:
+        pass
+    return ", ".join(os.path.realpath(p) for p in seen) or "none found"
+
+
 def library_threads():
     try:
         from moefr._lib import library
@@ -221,6 +238,7 @@ def main():
     flop = 3 * 2 * T * K * (H * 2 * Fh + Fh * H)  # the expert GEMMs: forward + 2x backward
     print("MoE layer step (forward + backward) on CPU: %s; torch %s, %d threads (both sides)" %
           (cpu_name(), torch.__version__, threads))
+    print("BLAS mapped in this process (torch's fp32 matmul, and moefr's): %s" % torch_blas())
     print("E=%d experts, top-%d, %d tokens, hidden %d, ffn %d: %d rows; expert GEMMs %.1f GFLOP per step; "
           "median of %d rounds (one torch step, one moefr step each) after a warm-up round" %
           (E, K, T, H, Fh, T * K, flop / 1e9, a.reps))

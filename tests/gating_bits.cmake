@@ -3,7 +3,8 @@
 # first: the operator's bits depend on neither. Written for
 # MoeGatingTopKSoftmax(V2); GroupedMatmul uses it too (LINE, COUNT, ENVS).
 #   cmake -DEXE=test_gating_top_k_softmax "-DISAS=scalar|avx2" "-DEMU=" -P gating_bits.cmake
-#   optional: "-DLINE=gmm problem" -DCOUNT=12 "-DENVS=MOEFR_SOC=ascend910b" (extra environment, |-separated)
+#   optional: "-DLINE=gmm problem" -DCOUNT=12 "-DENVS=MOEFR_SOC=ascend910b" (extra environment, |-separated),
+#   -DPER_ISA=1 (compare the thread counts within each kernel path, not the paths with each other)
 if(NOT DEFINED LINE)
   set(LINE "gating problem")
 endif()
@@ -15,6 +16,9 @@ string(REPLACE "|" ";" isas "${ISAS}")
 string(REPLACE "|" ";" emu "${EMU}")
 set(ref "")
 foreach(isa ${isas})
+  if(PER_ISA)
+    set(ref "") # each path against itself only (GroupedMatmul's avx512 path may multiply on oneDNN)
+  endif()
   foreach(nt 1 3)
     execute_process(COMMAND ${CMAKE_COMMAND} -E env ${envs} MOEFR_ISA=${isa} MOEFR_NUM_THREADS=${nt} ${emu} ${EXE} --hash
       OUTPUT_VARIABLE out RESULT_VARIABLE rc ERROR_VARIABLE err)

@@ -622,32 +622,37 @@ static void mat_set(mat *m, int64_t i, double v) {
     m->v[i] = fr_decode(m->dt, m->o.store, i);
 }
 
-/* bf16 products that only exact widening gets right: a subnormal input
+/* Products that only exact arithmetic gets right. bf16: a subnormal input
  * (2^-130) times 2^120, and two inputs of 2^-64 whose product 2^-128 is an
- * fp32 subnormal. On an AVX512-BF16 CPU, oneDNN's VDPBF16PS would give 0 for
- * both (it flushes subnormal inputs and results); gmm_run.c must send these
- * groups to the widening path. Group 1 has only ordinary values. */
-static void bf16_tiny_case(void) {
+ * fp32 subnormal; on an AVX512-BF16 CPU, oneDNN's VDPBF16PS would give 0 for
+ * both (it flushes subnormal inputs and results), so gmm_run.c must send these
+ * groups to the widening path. fp32 (A2/A3 rules): 2^-140 times 2^120, and
+ * 2^-70 squared = 2^-140 out, which no path may flush. Group 1 has only
+ * ordinary values. */
+static void tiny_case(int dt) {
     const int64_t E = 2, M = 40, K = 37, N = 45;
     const int64_t xd[2] = {M, K}, wd[3] = {E, K, N}, yd[2] = {M, N}, list[2] = {20, 40};
-    mat x = mat_new(ACL_BF16, 2, xd, 0, 1.0), w = mat_new(ACL_BF16, 3, wd, 0, 1.0);
+    const bool f = dt == ACL_FLOAT;
+    const double t0 = f ? 0x1p-140 : 0x1p-130, t1 = f ? 0x1p-70 : 0x1p-64;
+    mat x = mat_new(dt, 2, xd, 0, 1.0), w = mat_new(dt, 3, wd, 0, 1.0);
     for (int64_t k = 0; k < K; k++) mat_set(&x, k, 0.0), mat_set(&x, K + k, 0.0); /* rows 0 and 1 */
-    mat_set(&x, 0, 0x1p-130);
-    mat_set(&x, K + 1, 0x1p-64);
-    for (int64_t j = 0; j < N; j++) mat_set(&w, j, 0x1p120), mat_set(&w, N + j, 0x1p-64); /* rows 0 and 1 of w[0] */
+    mat_set(&x, 0, t0);
+    mat_set(&x, K + 1, t1);
+    for (int64_t j = 0; j < N; j++) mat_set(&w, j, 0x1p120), mat_set(&w, N + j, t1); /* rows 0 and 1 of w[0] */
     for (int64_t k = 0; k < 2 * K; k++) mat_set(&x, 2 * K + k, 0x1p-8 * (double)(k % 5)); /* 2^120-sized rows */
-    outm y = out_new(ACL_BF16, 2, yd);
+    outm y = out_new(dt, 2, yd);
     int64_t *keep;
     aclTensor *gl = i64_tensor(list, E, &keep);
     aclTensorList *lx = list1(dupm(&x)), *lw = list1(dupm(&w)), *ly = list1(dupo(&y));
     aclnnStatus rc = run_v4(lx, lw, NULL, gl, 3, 0, 0, ly);
-    CHECK(rc == ACLNN_SUCCESS, "bf16 tiny values: %d %s", rc, tu_msg());
+    CHECK(rc == ACLNN_SUCCESS, "%s tiny values: %d %s", dtname(dt), rc, tu_msg());
     if (rc == ACLNN_SUCCESS) {
-        CHECK(fr_decode(ACL_BF16, y.buf, 0) == 0x1p-10 && fr_decode(ACL_BF16, y.buf, N) == 0x1p-128,
-              "bf16 tiny values: out[0][0] = %g (want 2^-10), out[1][0] = %g (want 2^-128)",
-              fr_decode(ACL_BF16, y.buf, 0), fr_decode(ACL_BF16, y.buf, N));
+        const double want0 = t0 * 0x1p120, want1 = t1 * t1;
+        CHECK(fr_decode(dt, y.buf, 0) == want0 && fr_decode(dt, y.buf, N) == want1,
+              "%s tiny values: out[0][0] = %g (want %g), out[1][0] = %g (want %g)", dtname(dt), fr_decode(dt, y.buf, 0),
+              want0, fr_decode(dt, y.buf, N), want1);
         for (int64_t g = 0; g < E; g++)
-            if (check_block("bf16 tiny values", &y, 0, list[g] - 20, list[g], N, x.v + (list[g] - 20) * K, K, 1,
+            if (check_block("tiny values", &y, 0, list[g] - 20, list[g], N, x.v + (list[g] - 20) * K, K, 1,
                             w.v + g * K * N, N, 1, K, NULL))
                 break;
     }
@@ -701,7 +706,8 @@ int main(int argc, char **argv) {
         validation();
         repeat_bits(ACL_FLOAT16);
         repeat_bits(ACL_BF16);
-        bf16_tiny_case();
+        tiny_case(ACL_BF16);
+        if (g_a2) tiny_case(ACL_FLOAT); /* fp32 is A2/A3-only */
         tiles_case(true), tiles_case(false), tiles_case(true);
     }
     for (int i = 0; i < (g_hash ? 12 : 60); i++) {

@@ -17,16 +17,16 @@
  * int range: gmm_run.c's ld_ok() decides, and packs what is not. M, N, K >= 1. */
 void mf_sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t rsa, int64_t csa, const float *B,
               int64_t rsb, int64_t csb, float beta, float *C, int64_t ldc);
-/* bf16 x bf16 -> fp32 from oneDNN's matmul (gemm_bf16.c): C = A B + (beta != 0 ? C : 0)
- * with A, B bf16 bit patterns in the layouts above (row- or column-major,
- * the leading dimension at least the other dim). False when it did not run
- * (no usable oneDNN on this CPU and path, or a layout it has no fast kernel
- * for): the caller widens and calls mf_sgemm instead. VDPBF16PS flushes
- * subnormal inputs and results: callers keep inputs of magnitude < 2^-63 away. */
-bool mf_bf16gemm_ready(void);
-bool mf_bf16gemm_layout_ok(int64_t rows, int64_t cols, int64_t rs, int64_t cs);
-bool mf_bf16gemm(int64_t M, int64_t N, int64_t K, const uint16_t *A, int64_t rsa, int64_t csa, const uint16_t *B,
-                 int64_t rsb, int64_t csb, float beta, float *C, int64_t ldc);
+/* From oneDNN's matmul (gemm_onednn.c): C = A B + (beta != 0 ? C : 0), C fp32, A and B
+ * fp32 or (bf16) bf16 bit patterns, in the layouts above (row- or column-major, the
+ * leading dimension at least the other dim). False when it did not run (no usable
+ * oneDNN on this CPU and kernel path, or a layout it has no fast kernel for): the
+ * caller uses mf_sgemm instead. bf16 runs on VDPBF16PS, which flushes subnormal
+ * inputs and results: callers keep bf16 inputs of magnitude < 2^-63 away. */
+bool mf_dnnl_ready(bool bf16);
+bool mf_dnnl_layout_ok(int64_t rows, int64_t cols, int64_t rs, int64_t cs);
+bool mf_dnnl_gemm(bool bf16, int64_t M, int64_t N, int64_t K, const void *A, int64_t rsa, int64_t csa, const void *B,
+                  int64_t rsb, int64_t csb, float beta, float *C, int64_t ldc);
 /* The library's name, version and kernel set (moefrBlas() returns it). */
 const char *mf_blas_name(void);
 

@@ -30,7 +30,9 @@ static pthread_once_t g_name_once = PTHREAD_ONCE_INIT;
 static void name_init(void) {
     const char *v = bli_info_get_version_str();
     snprintf(g_name, sizeof g_name, "BLIS %s (%s kernels)%s", v ? v : "?", bli_arch_string(bli_arch_query_id()),
-             mf_bf16gemm_ready() ? "; bf16: oneDNN matmul on VDPBF16PS (libdnnl.so.2)" : "");
+             mf_dnnl_ready(true)    ? "; fp32 and bf16: oneDNN matmul (libdnnl.so.2), bf16 on VDPBF16PS"
+             : mf_dnnl_ready(false) ? "; fp32: oneDNN matmul (libdnnl.so.2)"
+                                    : "");
 }
 const char *mf_blas_name(void) {
     pthread_once(&g_name_once, name_init);

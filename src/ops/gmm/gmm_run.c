@@ -36,7 +36,7 @@ typedef struct gmm_group {
     const char *bias; /* n elements of bias_dtype at stride bias_s (elements), or NULL */
     int64_t bias_s;
     bool zero; /* a K-split group with k == 0: its output is zeros */
-    bool bf16; /* bf16 operands that oneDNN may multiply as they are (bf16_group) */
+    bool onednn; /* fp32 or bf16 operands that oneDNN may multiply as they are (dnnl_group) */
 } gmm_group;
 
 /* The rows of t (all dims but the last) as one stride, when they collapse
@@ -189,12 +189,13 @@ static void store(const gmm_mat *c, int64_t i0, int64_t rows, int64_t j0, int64_
     }
 }
 
-/* bf16 groups whose operands oneDNN reads in place (row- or column-major)
- * go to mf_bf16gemm (src/blas/gemm_bf16.c) when every input's magnitude is
- * 0 or at least 2^-63: then every product of two is an fp32 normal, which
+/* Groups whose fp32 or bf16 operands oneDNN reads in place (row- or
+ * column-major) go to mf_dnnl_gemm (src/blas/gemm_onednn.c) on CPUs where
+ * it is faster than BLIS; bf16 ones only when every input's magnitude is 0
+ * or at least 2^-63: then every product of two is an fp32 normal, which
  * VDPBF16PS forms exactly, as widening does (it would flush a subnormal
  * input, or a subnormal product, to zero). Which groups qualify depends on
- * the data and the layout alone, never on the thread count. */
+ * the data, the layout and the machine, never on the thread count. */
 static bool bf16_tiny(const gmm_mat *m, int64_t rows, int64_t cols) {
     const int64_t runs = m->cs == 1 ? rows : cols, len = m->cs == 1 ? cols : rows;
     const int64_t step = m->cs == 1 ? m->rs : m->cs;
@@ -206,16 +207,18 @@ static bool bf16_tiny(const gmm_mat *m, int64_t rows, int64_t cols) {
     }
     return false;
 }
-static bool bf16_group(const gmm_group *q) {
-    if (q->a.dtype != ACL_BF16 || q->b.dtype != ACL_BF16 || q->zero || q->m == 0 || q->n == 0 || q->k == 0) return false;
-    if (!q->a.uniform || !q->b.uniform || !mf_bf16gemm_layout_ok(q->m, q->k, q->a.rs, q->a.cs) ||
-        !mf_bf16gemm_layout_ok(q->k, q->n, q->b.rs, q->b.cs))
+static bool dnnl_group(const gmm_group *q) {
+    const int dt = q->a.dtype;
+    if ((dt != ACL_BF16 && dt != ACL_FLOAT) || q->b.dtype != dt || q->zero || q->m == 0 || q->n == 0 || q->k == 0)
         return false;
-    return !bf16_tiny(&q->a, q->m, q->k) && !bf16_tiny(&q->b, q->k, q->n);
+    if (!q->a.uniform || !q->b.uniform || !mf_dnnl_layout_ok(q->m, q->k, q->a.rs, q->a.cs) ||
+        !mf_dnnl_layout_ok(q->k, q->n, q->b.rs, q->b.cs))
+        return false;
+    return dt == ACL_FLOAT || (!bf16_tiny(&q->a, q->m, q->k) && !bf16_tiny(&q->b, q->k, q->n));
 }
-static void bf16_groups(void *ctx, int64_t i0, int64_t i1) {
+static void dnnl_groups(void *ctx, int64_t i0, int64_t i1) {
     gmm_group *g = ctx;
-    for (int64_t i = i0; i < i1; i++) g[i].bf16 = bf16_group(&g[i]);
+    for (int64_t i = i0; i < i1; i++) g[i].onednn = dnnl_group(&g[i]);
 }
 
 /* A tile shape: mt x nt output tiles; scratch C (sm x sn), A (sm x ka), B (ka x sn) floats. */
@@ -232,7 +235,7 @@ typedef struct gmm_shape {
  * thread count. */
 static int64_t tile_shape(const gmm_plan *p, int64_t mrows, int64_t n, int64_t k, int64_t nt, int64_t budget,
                           gmm_shape *t) {
-    int64_t mt = p->dtype == ACL_BF16 && mf_bf16gemm_ready() ? 2048 : 512, need;
+    int64_t mt = p->dtype == ACL_BF16 && mf_dnnl_ready(true) ? 2048 : 512, need;
     for (;;) {
         const int64_t sm = mt < mrows ? mt : mrows, sn = nt < n ? nt : n;
         t->sm = sm > 0 ? sm : 1;
@@ -286,12 +289,12 @@ static void gmm_tile(const gmm_ctx *c, int64_t tile, float *sc, int64_t *cached)
     }
     const float beta = g->bias ? 1.0f : 0.0f;
     if (g->bias) fill_bias(p, g, j0, rows, cols, cbuf);
-    if (g->bf16 && mf_bf16gemm(rows, cols, g->k, (const uint16_t *)mat_at(&g->a, i0, 0), g->a.rs, g->a.cs,
-                               (const uint16_t *)mat_at(&g->b, 0, j0), g->b.rs, g->b.cs, beta, cbuf, cols)) {
+    if (g->onednn && mf_dnnl_gemm(g->a.dtype == ACL_BF16, rows, cols, g->k, mat_at(&g->a, i0, 0), g->a.rs, g->a.cs,
+                                  mat_at(&g->b, 0, j0), g->b.rs, g->b.cs, beta, cbuf, cols)) {
         store(&g->c, i0, rows, j0, cols, cbuf);
         return;
     }
-    if (g->bf16 && g->bias) fill_bias(p, g, j0, rows, cols, cbuf); /* a failed call may have added to it */
+    if (g->onednn && g->bias) fill_bias(p, g, j0, rows, cols, cbuf); /* a failed call may have added to it */
     const float *A, *B;
     int64_t rsa, csa, rsb, csb;
     if (direct(&g->a, rows, g->k)) {
@@ -476,7 +479,8 @@ aclnnStatus mf_gmm_run(const void *plan, const aclTensor *const *t, void *worksp
         gmm_shape grown;
         if (tile_shape(p, p->mrows, p->N, kg, 512, p->scratch, &grown) <= p->scratch) c.sh = grown;
     }
-    if (p->dtype == ACL_BF16 && mf_bf16gemm_ready()) mf_parallel_for(p->E, bf16_groups, g, 1);
+    if ((p->dtype == ACL_BF16 || p->dtype == ACL_FLOAT) && mf_dnnl_ready(p->dtype == ACL_BF16))
+        mf_parallel_for(p->E, dnnl_groups, g, 1);
     first[0] = 0;
     for (int64_t i = 0; i < p->E; i++) {
         const gmm_group *q = &g[i];

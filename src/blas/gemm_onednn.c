@@ -1,24 +1,25 @@
-/* gemm_bf16.c - mf_bf16gemm: bf16 x bf16 -> fp32 products from oneDNN's
- * matmul (Debian's libdnnl2, the library PyTorch's own bf16 matmul runs on),
- * loaded with dlopen the first time a bf16 GroupedMatmul asks, and only on a
- * CPU with AVX512-BF16 whose kernel path is the avx512 one (MOEFR_ISA=avx2
- * or scalar, or MOEFR_ONEDNN=0, keeps the widening path: gmm_run.c).
- * Why: BLIS has no bf16 GEMM, and widening to fp32 runs at the fp32 FMA
- * rate; oneDNN's VDPBF16PS kernels multiply bf16 pairs at twice that (about
- * 200 against 80 GFLOP/s on one Zen 4 core: docs/BENCHMARKS.md).
+/* gemm_onednn.c - mf_dnnl_gemm: fp32 and bf16 products (fp32 results) from
+ * oneDNN's matmul (Debian's libdnnl2, the library PyTorch's own matmul runs
+ * on), loaded with dlopen the first time a GroupedMatmul asks, and only when
+ * the kernel path is an avx512 one (MOEFR_ISA=avx2 or scalar, or
+ * MOEFR_ONEDNN=0, keeps BLIS: gmm_run.c); bf16 also needs AVX512-BF16.
+ * Why, measured on one Zen 4 core (docs/BENCHMARKS.md): BLIS has no bf16
+ * GEMM, and widening runs at the fp32 FMA rate, while oneDNN's VDPBF16PS
+ * kernels reach about 200 GFLOP/s against 80; its fp32 AVX-512 kernels reach
+ * 104-109 against BLIS's (zen3, AVX2) 80-95.
  *
- * One primitive per layout (row- or column-major A and B, their leading
- * dimensions, C's, and whether C is accumulated into), with M, N and K left
- * to run time, kept for the process's life: a GroupedMatmul call needs one
- * or two. oneDNN runs each call on the calling thread: the call sets the
+ * One primitive per dtype and layout (row- or column-major A and B, their
+ * leading dimensions, C's, and whether C is accumulated into), with M, N and
+ * K left to run time, kept for the process's life: a GroupedMatmul call needs
+ * one or two. oneDNN runs each call on the calling thread: the call sets the
  * thread's OpenMP team to one thread and restores it, so moefr's workers stay
  * the only threads. Primitives hold no per-call state (the scratchpad is the
  * caller's, and this implementation asks for none), so workers share them.
  *
  * Numerics: VDPBF16PS treats subnormal inputs as zero and flushes subnormal
- * results; gmm_run.c sends a group here only when none of its inputs is
+ * results; gmm_run.c sends a bf16 group here only when none of its inputs is
  * below 2^-63 in magnitude, so every product is an fp32 normal (docs/DESIGN.md
- * says what remains). */
+ * says what remains). fp32 is FMA arithmetic under the caller's MXCSR, as BLIS's. */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -71,16 +72,17 @@ static int (*p_omp_get_max_threads)(void);
 static void (*p_omp_set_num_threads)(int);
 
 static dnnl_engine_t g_engine;
-static bool g_ready;
+static bool g_ready, g_bf16;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static void load(void) {
     const char *env = getenv("MOEFR_ONEDNN");
     if (env && strcmp(env, "0") == 0) return;
-    if (!(mf_cpu_features() & MF_CPU_AVX512BF16) || mf_kernels() != &mf_ukernels_avx512bf16) return;
+    const mf_ukernels *k = mf_kernels();
+    if (k != &mf_ukernels_avx512bf16 && k != &mf_ukernels_avx512) return;
     void *h = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
     if (!h) {
-        mf_log(MF_LOG_DEBUG, "moefr: libdnnl.so.2 not loaded (%s): bf16 GroupedMatmul widens to fp32", dlerror());
+        mf_log(MF_LOG_DEBUG, "moefr: libdnnl.so.2 not loaded (%s): GroupedMatmul stays on BLIS", dlerror());
         return;
     }
     bool ok = true;
@@ -111,16 +113,17 @@ static void load(void) {
     SYM(omp_set_num_threads);
 #undef SYM
     if (!ok || p_dnnl_engine_create(&g_engine, dnnl_cpu, 0) != dnnl_success) {
-        mf_log(MF_LOG_DEBUG, "moefr: libdnnl.so.2 lacks an entry point moefr uses: bf16 GroupedMatmul widens to fp32");
+        mf_log(MF_LOG_DEBUG, "moefr: libdnnl.so.2 lacks an entry point moefr uses: GroupedMatmul stays on BLIS");
         return; /* the handle stays open: a half-resolved library is not unloaded under other users */
     }
     g_ready = true;
+    g_bf16 = (mf_cpu_features() & MF_CPU_AVX512BF16) != 0; /* else oneDNN would emulate bf16 */
 }
 
 /* A primitive per layout: a_cm / b_cm column-major, leading dimensions, accumulate. */
 typedef struct prim_key {
     int64_t lda, ldb, ldc;
-    int a_cm, b_cm, acc;
+    int a_cm, b_cm, acc, bf16;
 } prim_key;
 #define MAX_PRIMS 64
 static struct {
@@ -138,8 +141,9 @@ static void md_of(dnnl_memory_desc_t *md, int64_t rows, int64_t cols, int cm, in
 static dnnl_primitive_t create(const prim_key *k) {
     const int64_t R = DNNL_RUNTIME_DIM_VAL;
     dnnl_memory_desc_t a, b, c;
-    md_of(&a, R, R, k->a_cm, k->lda, dnnl_bf16);
-    md_of(&b, R, R, k->b_cm, k->ldb, dnnl_bf16);
+    const dnnl_data_type_t dt = k->bf16 ? dnnl_bf16 : dnnl_f32;
+    md_of(&a, R, R, k->a_cm, k->lda, dt);
+    md_of(&b, R, R, k->b_cm, k->ldb, dt);
     md_of(&c, R, R, 0, k->ldc, dnnl_f32);
     dnnl_matmul_desc_t desc;
     dnnl_primitive_attr_t attr = NULL;
@@ -162,7 +166,8 @@ static dnnl_primitive_t create(const prim_key *k) {
     if (strncmp(impl, "ref", 3) == 0 || (sp && p_dnnl_memory_desc_get_size(sp) != 0)) goto out;
     if (p_dnnl_primitive_create(&prim, pd) != dnnl_success) prim = NULL;
 out:
-    mf_log(MF_LOG_DEBUG, "moefr: oneDNN bf16 matmul (A %s ld %lld, B %s ld %lld, C ld %lld%s): %s", k->a_cm ? "col" : "row",
+    mf_log(MF_LOG_DEBUG, "moefr: oneDNN %s matmul (A %s ld %lld, B %s ld %lld, C ld %lld%s): %s", k->bf16 ? "bf16" : "fp32",
+           k->a_cm ? "col" : "row",
            (long long)k->lda, k->b_cm ? "col" : "row", (long long)k->ldb, (long long)k->ldc, k->acc ? ", +C" : "",
            prim ? impl : "not used");
     if (pd) p_dnnl_primitive_desc_destroy(pd);
@@ -188,9 +193,9 @@ static dnnl_primitive_t lookup(const prim_key *k) {
     return prim;
 }
 
-bool mf_bf16gemm_ready(void) {
+bool mf_dnnl_ready(bool bf16) {
     pthread_once(&g_once, load);
-    return g_ready;
+    return g_ready && (!bf16 || g_bf16);
 }
 
 /* Row-major (cs 1, rs >= cols) or column-major (rs 1, cs >= rows), in int range. */
@@ -201,25 +206,26 @@ static bool layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, int *cm, 
     return false;
 }
 
-bool mf_bf16gemm_layout_ok(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+bool mf_dnnl_layout_ok(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
     int cm;
     int64_t ld;
     return layout(rows, cols, rs, cs, &cm, &ld);
 }
 
-bool mf_bf16gemm(int64_t M, int64_t N, int64_t K, const uint16_t *A, int64_t rsa, int64_t csa, const uint16_t *B,
-                 int64_t rsb, int64_t csb, float beta, float *C, int64_t ldc) {
-    if (!mf_bf16gemm_ready()) return false;
+bool mf_dnnl_gemm(bool bf16, int64_t M, int64_t N, int64_t K, const void *A, int64_t rsa, int64_t csa, const void *B,
+                  int64_t rsb, int64_t csb, float beta, float *C, int64_t ldc) {
+    if (!mf_dnnl_ready(bf16)) return false;
     prim_key k;
     memset(&k, 0, sizeof k); /* memcmp'd: no stray padding bytes */
+    k.bf16 = bf16;
     if (!layout(M, K, rsa, csa, &k.a_cm, &k.lda) || !layout(K, N, rsb, csb, &k.b_cm, &k.ldb) || ldc < N) return false;
     k.ldc = ldc;
     k.acc = beta != 0.0f;
     dnnl_primitive_t prim = lookup(&k);
     if (!prim) return false;
     dnnl_memory_desc_t a, b, c;
-    md_of(&a, M, K, k.a_cm, k.lda, dnnl_bf16);
-    md_of(&b, K, N, k.b_cm, k.ldb, dnnl_bf16);
+    md_of(&a, M, K, k.a_cm, k.lda, bf16 ? dnnl_bf16 : dnnl_f32);
+    md_of(&b, K, N, k.b_cm, k.ldb, bf16 ? dnnl_bf16 : dnnl_f32);
     md_of(&c, M, N, 0, ldc, dnnl_f32);
     dnnl_stream_t st = NULL;
     dnnl_memory_t ma = NULL, mb = NULL, mc = NULL;
@@ -243,15 +249,18 @@ bool mf_bf16gemm(int64_t M, int64_t N, int64_t K, const uint16_t *A, int64_t rsa
 
 #else /* no oneDNN here (not x86-64, no headers at build time, or a TSan build) */
 
-bool mf_bf16gemm_ready(void) { return false; }
-bool mf_bf16gemm_layout_ok(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+bool mf_dnnl_ready(bool bf16) {
+    (void)bf16;
+    return false;
+}
+bool mf_dnnl_layout_ok(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
     (void)rows, (void)cols, (void)rs, (void)cs;
     return false;
 }
-bool mf_bf16gemm(int64_t M, int64_t N, int64_t K, const uint16_t *A, int64_t rsa, int64_t csa, const uint16_t *B,
-                 int64_t rsb, int64_t csb, float beta, float *C, int64_t ldc) {
-    (void)M, (void)N, (void)K, (void)A, (void)rsa, (void)csa, (void)B, (void)rsb, (void)csb, (void)beta, (void)C,
-        (void)ldc;
+bool mf_dnnl_gemm(bool bf16, int64_t M, int64_t N, int64_t K, const void *A, int64_t rsa, int64_t csa, const void *B,
+                  int64_t rsb, int64_t csb, float beta, float *C, int64_t ldc) {
+    (void)bf16, (void)M, (void)N, (void)K, (void)A, (void)rsa, (void)csa, (void)B, (void)rsb, (void)csb, (void)beta,
+        (void)C, (void)ldc;
     return false;
 }
 

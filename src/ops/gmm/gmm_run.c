@@ -8,6 +8,9 @@
  *     place; others (fp16, bf16, general strides) are widened exactly to
  *     fp32 in the worker's scratch first (B panels are kept while the same
  *     worker stays on the same panel);
+ *   - on the avx512 kernel path, fp32 groups in those layouts, and bf16 ones
+ *     (AVX512-BF16 CPUs) without inputs below 2^-63, are one call of
+ *     oneDNN's matmul instead, operands in place (dnnl_group, gemm_onednn.c);
  *   - the tile's fp32 result starts as the bias (beta 1) or is overwritten
  *     (beta 0), then is rounded once to out's dtype and stored.
  * An output element is computed by one call whose shape depends only on the

@@ -20,7 +20,7 @@ PY      := /usr/bin/python3
 # Packages `make` itself needs, and packages the test suite needs on top.
 BUILD_DEPS := cmake gcc g++ make pkg-config libblis-serial-dev
 TEST_DEPS  := python3 python3-numpy python3-torch valgrind binutils
-# x86-64: oneDNN's header, for bf16 GroupedMatmul on AVX512-BF16 CPUs (libdnnl2 is loaded at run time)
+# x86-64: oneDNN's header, for GroupedMatmul on the avx512 path (libdnnl2 is loaded at run time)
 ifeq ($(shell uname -m),x86_64)
 BUILD_DEPS += libdnnl-dev
 endif

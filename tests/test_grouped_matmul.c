@@ -612,10 +612,6 @@ static void validation(void) {
     out_free(&y), out_free(&yw), out_free(&yk3), out_free(&y32);
 }
 
-/* The same problem many times over: the output bits must never change. Many
- * small tiles keep the workers calling the BLAS at once, so a BLAS that is
- * not safe to call concurrently (OpenBLAS's serial build: its buffer pool
- * races) shows here as changed bits. */
 /* A value of a dense (layout 0) matrix, in its storage and its oracle copy. */
 static void mat_set(mat *m, int64_t i, double v) {
     tu_put(m->dt, m->o.store, i, v);
@@ -662,9 +658,12 @@ static void tiny_case(int dt) {
     mat_free(&x), mat_free(&w), out_free(&y);
 }
 
-/* The same problem 150 times gives the same bits (fp16: BLIS on widened
- * panels; bf16: oneDNN's primitives shared by the workers, where the CPU has
- * AVX512-BF16, else the same as fp16). */
+/* The same problem many times over: the output bits must never change. Many
+ * small tiles keep the workers calling the BLAS at once, so a BLAS that is
+ * not safe to call concurrently (OpenBLAS's serial build: its buffer pool
+ * races) shows here as changed bits. fp16 runs on BLIS (widened panels);
+ * bf16 on the primitives the workers share in gemm_onednn.c, where the CPU
+ * has AVX512-BF16 and the path is avx512, else on BLIS as fp16 does. */
 static void repeat_bits(int dt) {
     const int64_t E = 8, K = 64, N = 80, M = 8 * 96;
     const int64_t xd[2] = {M, K}, wd[3] = {E, K, N}, yd[2] = {M, N};

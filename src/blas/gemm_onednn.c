@@ -124,7 +124,7 @@ static void load(void) {
     g_bf16 = (mf_cpu_features() & MF_CPU_AVX512BF16) != 0; /* else oneDNN would emulate bf16 */
 }
 
-/* A primitive per layout: a_cm / b_cm column-major, leading dimensions, accumulate. */
+/* A primitive per dtype and layout: a_cm / b_cm column-major, leading dimensions, accumulate. */
 typedef struct prim_key {
     int64_t lda, ldb, ldc;
     int a_cm, b_cm, acc, bf16;
@@ -132,7 +132,7 @@ typedef struct prim_key {
 #define MAX_PRIMS 64
 static struct {
     prim_key key;
-    dnnl_primitive_t prim; /* NULL: this layout has no fast implementation: widen */
+    dnnl_primitive_t prim; /* NULL: no fast implementation for this layout: the caller uses BLIS */
 } g_prims[MAX_PRIMS];
 static int g_nprims;
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -311,11 +311,17 @@ MF_INLINE void k_group1(mf_dt dt, const int shared, int q, const void *const *g,
     }
 }
 /* More slots than the registers hold run in groups of MF_V_QMAX (each slot's
- * sums are its own: the grouping changes no bit). */
+ * sums are its own: the grouping changes no bit). fp32 with a bias takes at
+ * most four at a time: eight slots' sums, minima and scales left too few of
+ * AVX-512's 32 registers for that body's temporaries (its loop spilled and
+ * reloaded the row pointers), and groups of four ran it 3-10% faster with
+ * its rows in memory on Zen 4 (docs/BENCHMARKS.md, issue 24). bf16 with a
+ * bias ran 3-5% slower in fours, so it keeps eight. */
 MF_INLINE void k_group(mf_dt dt, const int shared, int q, const void *const *g, const float *s, void *const *out,
                        const void *const *x, const void *const *b, size_t n, double (*acc)[8], int nt) {
+    const int qmax = b && dt == MF_F32 && MF_V_QMAX > 4 ? 4 : MF_V_QMAX;
     while (q > 0) {
-        const int c = q > MF_V_QMAX ? MF_V_QMAX : q;
+        const int c = q > qmax ? qmax : q;
         k_group1(dt, shared, c, g, s, out, x, b, n, acc, nt);
         s += c, out += c, x += c, acc += c, q -= c;
         if (!shared) g += c;

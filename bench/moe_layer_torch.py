@@ -109,7 +109,7 @@ def moefr_layer(mm):
         from moefr import torch_npu as tnpu
         from moefr.torch_npu import npu_grouped_matmul, npu_swiglu
     except ImportError as e:
-        return None, "moefr side skipped: %s (npu_grouped_matmul is being added to moefr.torch_npu)" % e
+        return None, "moefr side skipped: %s (PYTHONPATH: <checkout>/python, or the install tree's dist-packages)" % e
     except Exception as e:  # the library itself did not load
         return None, "moefr side skipped: moefr.torch_npu did not load: %s" % e
 
@@ -185,6 +185,18 @@ def rel_diff(a, b):
     return ((a - b).abs().max() / a.abs().max().clamp_min(1e-30)).item()
 
 
+def same_routing(x, w_gate, k, mm_torch, mm_moefr):
+    """Per token, whether the torch side (its logits, torch.topk) and moefr's gating (its
+    logits, npu_moe_gating_top_k_softmax) chose the same k experts. bf16 logits tie often, and
+    torch.topk and the gating may break a tie differently; a token routed to other experts has
+    another output row, which is no error of either side."""
+    from moefr import torch_npu as tnpu
+    with torch.no_grad():
+        t_ids = torch.softmax(mm_torch(x, w_gate).float(), dim=-1).topk(k, dim=-1)[1]
+        _, m_ids, _ = tnpu.npu_moe_gating_top_k_softmax(mm_moefr(x, w_gate), k=k)
+    return (t_ids.sort(dim=1)[0] == m_ids.long().sort(dim=1)[0]).all(dim=1)
+
+
 def native_bf16_gflops(threads):
     a = torch.randn(256, 1024).to(torch.bfloat16)
     b = torch.randn(1024, 1024).to(torch.bfloat16)
@@ -253,8 +265,10 @@ def main():
         dn = "fp32" if dt == torch.float32 else "bf16"
         mm = matmul_fn(dt, a.native_bf16)
         impls = [("torch-bf16" if dt == torch.bfloat16 and a.native_bf16 else "torch", torch_layer(mm))]
+        mms = {impls[0][0]: mm}
         if dt == torch.bfloat16 and not a.native_bf16:
             impls.append(("torch-bf16", torch_layer(matmul_fn(dt, True))))
+            mms["torch-bf16"] = matmul_fn(dt, True)
         ml, why = moefr_layer(mm)
         if ml is not None:
             impls.append(("moefr", ml))
@@ -272,8 +286,12 @@ def main():
                 mt = statistics.median(times["moefr"]) * 1e3
                 ratio = statistics.median([t / m for t, m in zip(times[tn], times["moefr"])])
                 (o1, g1), (o2, g2) = last[tn], last["moefr"]
-                line += "  moefr %9.1f ms/step (%5.1f GFLOP/s)  ratio %s/moefr %.2f  out diff %.1e  grad x diff %.1e" % (
-                    mt, flop / mt / 1e6, tn, ratio, rel_diff(o1, o2), rel_diff(g1[0], g2[0]))
+                same = same_routing(leaves[0].detach(), leaves[1].detach(), K, mms[tn], mm)
+                line += "  moefr %9.1f ms/step (%5.1f GFLOP/s)  ratio %s/moefr %.2f" % (mt, flop / mt / 1e6, tn, ratio)
+                if bool(same.any()):
+                    line += "  out diff %.1e  grad x diff %.1e" % (rel_diff(o1[same], o2[same]), rel_diff(g1[0][same], g2[0][same]))
+                if not bool(same.all()):
+                    line += " (over the %d of %d tokens both sides routed alike: tied logits)" % (int(same.sum()), T)
             else:
                 line += "  moefr not timed"
             print(line)

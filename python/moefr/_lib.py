@@ -1,6 +1,7 @@
 """moefr._lib - finds and loads libmoefr with ctypes, declares the public C API it uses,
 and turns a failing status into a MoefrError carrying aclGetRecentErrMsg's text."""
 
+import atexit
 import ctypes
 import glob
 import os
@@ -156,24 +157,70 @@ def check(lib, status, function):
         raise MoefrError(msg, status, function)
 
 
+class _Workspace:
+    """A thread's workspace, kept between calls and grown when a call needs more, as
+    torch_npu takes workspaces from its caching allocator. A fresh aclrtMalloc per call
+    maps new pages every time: their faults (2 MiB huge pages, zeroed) cost more than a
+    small GroupedMatmul, and two workers faulting at once wait on each other (bf16,
+    2048 x 512 @ 512 x 512 in 8 groups, two threads on Zen 4: a median 6.5 ms a call,
+    4.9 with the buffer kept; docs/BENCHMARKS.md). Freed when its thread ends, or at exit."""
+
+    def __init__(self):
+        self.ptr, self.size, self.lib = None, 0, None
+
+    def release(self):
+        if self.ptr is not None:
+            self.lib.aclrtFree(self.ptr)
+            self.ptr, self.size = None, 0
+
+    def __del__(self):
+        try:
+            self.release()
+        except Exception:  # at interpreter exit the library may already be gone
+            pass
+
+
+_tls = threading.local()  # .ws: this thread's _Workspace
+
+
+def _release_main():
+    ws = getattr(_tls, "ws", None)
+    if ws is not None:
+        ws.release()
+
+
+atexit.register(_release_main)
+
+
+def workspace(lib, size):
+    """A workspace of at least size bytes for this thread (valid until its next call)."""
+    ws = getattr(_tls, "ws", None)
+    if ws is None:
+        ws = _tls.ws = _Workspace()
+    if ws.size < size:
+        ws.release()
+        ptr = ctypes.c_void_p(None)
+        rc = lib.aclrtMalloc(ctypes.byref(ptr), size, ACL_MEM_MALLOC_HUGE_FIRST)
+        if rc != ACL_SUCCESS:
+            raise MoefrError(last_error(lib) or "aclrtMalloc failed with %d" % rc, rc, "aclrtMalloc")
+        ws.ptr, ws.size, ws.lib = ptr, size, lib
+    return ws.ptr
+
+
 def run_two_phase(lib, phase1, phase2, args, function):
-    """Phase 1 with args (+ workspaceSize, executor), workspace from aclrtMalloc, phase 2.
+    """Phase 1 with args (+ workspaceSize, executor), this thread's kept workspace
+    (workspace()), phase 2.
 
     Every exit path releases what was obtained: phase 2 consumes the executor
     whatever its outcome; if phase 2 is never reached it is destroyed here."""
     ws_size = ctypes.c_uint64(0)
     executor = ctypes.c_void_p(None)
     check(lib, phase1(*args, ctypes.byref(ws_size), ctypes.byref(executor)), function + "GetWorkspaceSize")
-    workspace = ctypes.c_void_p(None)
-    try:
-        if ws_size.value > 0:
-            rc = lib.aclrtMalloc(ctypes.byref(workspace), ws_size.value, ACL_MEM_MALLOC_HUGE_FIRST)
-            if rc != ACL_SUCCESS:
-                workspace = ctypes.c_void_p(None)
-                lib.aclDestroyAclOpExecutor(executor)
-                raise MoefrError(last_error(lib) or "aclrtMalloc failed with %d" % rc, rc, "aclrtMalloc")
-        ex, executor = executor, None
-        check(lib, phase2(workspace, ws_size.value, ex, None), function)
-    finally:
-        if workspace.value:
-            lib.aclrtFree(workspace)
+    ws = ctypes.c_void_p(None)
+    if ws_size.value > 0:
+        try:
+            ws = workspace(lib, ws_size.value)
+        except MoefrError:
+            lib.aclDestroyAclOpExecutor(executor)
+            raise
+    check(lib, phase2(ws, ws_size.value, executor, None), function)

@@ -5,8 +5,10 @@ lists, the .List overload (V1); gradients (x, weight, bias) against float64 auto
 raises. Run twice by CTest: with the default Ascend 950 rules (fp16, bf16) and MOEFR_SOC=ascend910b
 (fp32 too)."""
 
+import gc
 import os
 import random
+import threading
 import unittest
 
 import torch
@@ -127,6 +129,62 @@ class GroupedMatmul(unittest.TestCase):
                 xe, we = x[r:r + sizes[e]].double(), w[r:r + sizes[e]].double()
                 check(self, y[e], xe.t() @ we, xe.abs().t() @ we.abs(), max(sizes[e], 1), dt, "k split")
                 r += sizes[e]
+
+    def test_workspace_kept_grown_and_released(self):
+        """moefr._lib keeps one workspace per thread (as torch_npu's caching allocator would):
+        reused while big enough, replaced by a bigger one when a call needs more, every
+        result still right; a thread's buffer is freed when the thread ends."""
+        from moefr import _lib
+        dt = DTYPES[-1]
+        released = []
+        release = _lib._Workspace.release
+
+        def counting(ws):
+            if ws.ptr is not None:
+                released.append(ws.size)
+            release(ws)
+
+        def call(M, K, N, E):
+            sizes = [M // E] * (E - 1) + [M - (M // E) * (E - 1)]
+            x, w = torch.randn(M, K).to(dt), torch.randn(E, K, N).to(dt)
+            (y,) = torch_npu.npu_grouped_matmul([x], [w], group_list=torch.tensor(sizes), split_item=3,
+                                                group_type=0, group_list_type=1)
+            r = 0
+            for e in range(E):
+                xe, we = x[r:r + sizes[e]].double(), w[e].double()
+                check(self, y[r:r + sizes[e]], xe @ we, xe.abs() @ we.abs(), K, dt, "workspace case")
+                r += sizes[e]
+
+        lib = _lib.library()
+        malloc, allocs = lib.aclrtMalloc, []
+
+        def counting_malloc(*args):
+            allocs.append(args[1])
+            return malloc(*args)
+
+        _lib._Workspace.release = counting
+        lib.aclrtMalloc = counting_malloc
+        try:
+            call(37, 29, 23, 3)
+            first = _lib._tls.ws.size
+            self.assertGreater(first, 0)
+            del allocs[:]
+            call(37, 29, 23, 3)
+            self.assertEqual(allocs, [])  # kept: no new allocation
+            call(1500, 300, 700, 2)  # needs more: replaced
+            self.assertGreater(_lib._tls.ws.size, first)
+            self.assertEqual((released, allocs), ([first], [_lib._tls.ws.size]))
+            call(37, 29, 23, 3)  # smaller again: the big one serves
+            self.assertEqual(len(allocs), 1)
+            released.clear()
+            t = threading.Thread(target=call, args=(41, 17, 13, 4))
+            t.start()
+            t.join()
+            gc.collect()
+            self.assertEqual(len(released), 1)  # the thread's own, freed with the thread
+        finally:
+            _lib._Workspace.release = release
+            lib.aclrtMalloc = malloc
 
     def test_no_split_lists_and_grad(self):
         for _ in range(8):

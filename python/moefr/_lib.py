@@ -211,8 +211,8 @@ def run_two_phase(lib, phase1, phase2, args, function):
     """Phase 1 with args (+ workspaceSize, executor), this thread's kept workspace
     (workspace()), phase 2.
 
-    Every exit path releases what was obtained: phase 2 consumes the executor
-    whatever its outcome; if phase 2 is never reached it is destroyed here."""
+    The executor never outlives the call: phase 2 consumes it whatever its outcome; if
+    phase 2 is never reached it is destroyed here. The workspace stays with the thread."""
     ws_size = ctypes.c_uint64(0)
     executor = ctypes.c_void_p(None)
     check(lib, phase1(*args, ctypes.byref(ws_size), ctypes.byref(executor)), function + "GetWorkspaceSize")

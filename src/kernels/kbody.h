@@ -314,7 +314,7 @@ MF_INLINE void k_group1(mf_dt dt, const int shared, int q, const void *const *g,
  * sums are its own: the grouping changes no bit). fp32 with a bias takes at
  * most four at a time: eight slots' sums, minima and scales left too few of
  * AVX-512's 32 registers for that body's temporaries (its loop spilled and
- * reloaded the row pointers), and groups of four ran it 3-10% faster with
+ * reloaded the row pointers), and groups of four ran it 8-12% faster with
  * its rows in memory on Zen 4 (docs/BENCHMARKS.md, issue 24). bf16 with a
  * bias ran 3-5% slower in fours, so it keeps eight. */
 MF_INLINE void k_group(mf_dt dt, const int shared, int q, const void *const *g, const float *s, void *const *out,

@@ -264,11 +264,10 @@ def main():
     for dt in dtypes:
         dn = "fp32" if dt == torch.float32 else "bf16"
         mm = matmul_fn(dt, a.native_bf16)
-        impls = [("torch-bf16" if dt == torch.bfloat16 and a.native_bf16 else "torch", torch_layer(mm))]
-        mms = {impls[0][0]: mm}
+        mms = {"torch-bf16" if dt == torch.bfloat16 and a.native_bf16 else "torch": mm}  # torch side: its matmul
         if dt == torch.bfloat16 and not a.native_bf16:
-            impls.append(("torch-bf16", torch_layer(matmul_fn(dt, True))))
             mms["torch-bf16"] = matmul_fn(dt, True)
+        impls = [(n, torch_layer(m)) for n, m in mms.items()]
         ml, why = moefr_layer(mm)
         if ml is not None:
             impls.append(("moefr", ml))

@@ -46,6 +46,10 @@ MF_INLINE int v_bf16_finite32(const void *p, size_t j) {
 
 /* k_group1 has constant-Q bodies for these (vec.h). */
 _Static_assert(MF_V_QMAX == 1 || MF_V_QMAX == 4 || MF_V_QMAX == 8, "MF_V_QMAX must be 1, 4 or 8");
+#ifndef MF_V_QMAX_F32_BIAS
+#define MF_V_QMAX_F32_BIAS MF_V_QMAX
+#endif
+_Static_assert(MF_V_QMAX_F32_BIAS >= 1 && MF_V_QMAX_F32_BIAS <= MF_V_QMAX, "MF_V_QMAX_F32_BIAS must be 1..MF_V_QMAX");
 
 /* Unrolling only changes speed, never bits. The scalar layer's "vectors" are
  * 16-lane loops already, and unrolling them 8 x 4 more makes the compiler
@@ -310,16 +314,12 @@ MF_INLINE void k_group1(mf_dt dt, const int shared, int q, const void *const *g,
     default: break;
     }
 }
-/* More slots than the registers hold run in groups of MF_V_QMAX (each slot's
- * sums are its own: the grouping changes no bit). fp32 with a bias takes at
- * most four at a time: eight slots' sums, minima and scales left too few of
- * AVX-512's 32 registers for that body's temporaries (its loop spilled and
- * reloaded the row pointers), and groups of four ran it 8-12% faster with
- * its rows in memory on Zen 4 (docs/BENCHMARKS.md, issue 24). bf16 with a
- * bias ran 3-5% slower in fours, so it keeps eight. */
+/* More slots than the registers hold run in groups of MF_V_QMAX, fp32 with a
+ * bias in groups of MF_V_QMAX_F32_BIAS (each slot's sums are its own: the
+ * grouping changes no bit). */
 MF_INLINE void k_group(mf_dt dt, const int shared, int q, const void *const *g, const float *s, void *const *out,
                        const void *const *x, const void *const *b, size_t n, double (*acc)[8], int nt) {
-    const int qmax = b && dt == MF_F32 && MF_V_QMAX > 4 ? 4 : MF_V_QMAX;
+    const int qmax = b && dt == MF_F32 ? MF_V_QMAX_F32_BIAS : MF_V_QMAX;
     while (q > 0) {
         const int c = q > qmax ? qmax : q;
         k_group1(dt, shared, c, g, s, out, x, b, n, acc, nt);

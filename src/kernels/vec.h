@@ -59,7 +59,8 @@
  *   v_prefetch(p), v_stream64(d, s), v_fence()
  *
  * Constants: MF_V_ISA (table name), MF_V_QMAX (slots one multi-slot pass
- * keeps in registers: 1, 4 or 8), MF_V_FWD_NV (mf_vd sums per forward block, 4 or 8),
+ * keeps in registers: 1, 4 or 8), MF_V_QMAX_F32_BIAS (the same for fp32 data
+ * with a bias; MF_V_QMAX unless the layer sets it), MF_V_FWD_NV (mf_vd sums per forward block, 4 or 8),
  * MF_V_NT (1 if streaming stores exist), MF_V_NT_MULTIROW (1 if they pay off
  * while one pass writes several rows in turn; else only single-row passes
  * stream), MF_V_NORMAL_HINT (1 if vf_st32 is

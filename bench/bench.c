@@ -506,10 +506,29 @@ static int torch_compare(int64_t R, int64_t K, int64_t H, aclDataType dt, double
     return same ? 0 : 1;
 }
 
+/* --peak: the measured arithmetic peak on one thread and on the library's count */
+static int print_peak(void) {
+    printf("moefr %s: arithmetic peak, measured (bench/peak.c: independent multiply-adds, best of 5 trials)\nCPU: %s\n",
+           moefrVersion(), bench_cpu());
+    const int n = moefrNumThreads();
+    for (int t = 1; t <= n; t = t < n ? (t * 2 < n ? t * 2 : n) : n + 1) {
+        double f = 0.0, b = 0.0;
+        char how[192];
+        if (bench_peak(t, &f, &b, how, sizeof how) != 0) {
+            printf("  no peak loop for this CPU\n");
+            return 1;
+        }
+        printf("  %s: fp32 %.1f GFLOP/s", how, f);
+        if (b > 0) printf(", bf16 %.1f GFLOP/s", b);
+        printf("\n");
+    }
+    return 0;
+}
+
 static void usage(FILE *f, const char *prog) {
     fprintf(f,
             "usage: %s [--quick] [--reps N] [--shape R,K,H,dtype]... [--forward] [--ceilings] [--arith] [--no-torch]\n"
-            "          [--no-threads] [--markdown] [--bias] [--isa LIST|all] [--gating] [--gmm [--full|--tokens N]] [--swiglu]\n"
+            "          [--no-threads] [--markdown] [--bias] [--isa LIST|all] [--gating] [--gmm [--full|--tokens N]] [--swiglu] [--peak]\n"
             "  Times aclnnMoeFinalizeRoutingV2Grad (phase 1 + phase 2, mode 0, scales, random permutation)\n"
             "  against a %s-thread memcpy of the same bytes ((R*H + 2*R*K*H) * elemsize): ms and GB/s are the\n"
             "  best of N runs, ratio the median of N (operator, copy) pairs run back to back.\n"
@@ -521,8 +540,10 @@ static void usage(FILE *f, const char *prog) {
             "  --gating: only MoeGatingTopKSoftmax(V2) at (8192, 256), k = 8, fp32 and bf16 (bench/gating.c).\n"
             "  --gmm: only aclnnGroupedMatmulV4 at MoE shapes (bench/gmm.c): forward, dX and dW GFLOP/s, fp32\n"
             "  (run with MOEFR_SOC=ascend910b, which the bench sets) and bf16, against one GEMM of the same FLOPs\n"
-            "  and the fp32 FMA peak; median of 3 repeats unless --reps; rows = tokens x top-k with 1024 tokens\n"
+            "  and the measured arithmetic peak (--peak); median of 3 repeats unless --reps; rows = tokens x top-k with 1024 tokens\n"
             "  (about 2 minutes on 2 cores), --quick: 256, --full: the issue's 8192 (about 15 minutes), --tokens N.\n"
+            "  --peak: only the machine's arithmetic peak, measured (bench/peak.c): fp32 FMA and bf16 VDPBF16PS\n"
+            "  GFLOP/s on one thread and on the library's thread count.\n"
             "  --swiglu: only aclnnSwiGlu and aclnnSwiGluGrad at x (16384, 2816) (bench/swiglu.c), fp32 and bf16,\n"
             "  GB/s against a same-traffic memcpy; --quick: a quarter of the rows.\n"
             "  --bias: each --shape also runs with biasOptional (64 experts) and prints the bias cost.\n"
@@ -681,7 +702,7 @@ static int isa_compare(int argc, char **argv, const char *list) {
 }
 
 int moefr_bench_main(int argc, char **argv) {
-    int gating = 0, gmm = 0, swiglu = 0, reps_given = 0, gmm_tokens = 0, quick = 0, routing = 0, forward = 0, torch = 1, threads_sweep = 1, nshapes = 0, ceilings = 0, arith = 0;
+    int gating = 0, gmm = 0, swiglu = 0, peak = 0, reps_given = 0, gmm_tokens = 0, quick = 0, routing = 0, forward = 0, torch = 1, threads_sweep = 1, nshapes = 0, ceilings = 0, arith = 0;
     const char *isa_list = NULL;
     int64_t shapes[32][4];
     const char *prog = argc > 0 ? argv[0] : "bench";
@@ -699,6 +720,7 @@ int moefr_bench_main(int argc, char **argv) {
         else if (strcmp(argv[i], "--gating") == 0) gating = 1;
         else if (strcmp(argv[i], "--gmm") == 0) gmm = 1;        /* bench/gmm.c */
         else if (strcmp(argv[i], "--swiglu") == 0) swiglu = 1;  /* bench/swiglu.c */
+        else if (strcmp(argv[i], "--peak") == 0) peak = 1;      /* bench/peak.c */
         else if (strcmp(argv[i], "--full") == 0) gmm_tokens = 8192; /* --gmm: the 8192 tokens */
         else if (strcmp(argv[i], "--tokens") == 0 && i + 1 < argc) gmm_tokens = atoi(argv[++i]);
         else if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc) {
@@ -731,6 +753,7 @@ int moefr_bench_main(int argc, char **argv) {
     }
     if (g_reps < 1) g_reps = 1;
     if (gating) return bench_gating(g_reps, g_markdown);
+    if (peak) return print_peak();
     if (gmm || swiglu) {
         int rc = 0;
         if (gmm) rc |= bench_gmm(gmm_tokens > 0 ? gmm_tokens : quick ? 256 : 0, reps_given ? g_reps : 0, g_markdown);

@@ -1,6 +1,6 @@
 /* bench.h - the benchmark's entry point (bench.c) and what its files share:
  * the helpers of util.c and the measurements of ceiling.c, routing.c,
- * gating.c, gmm.c and swiglu.c. */
+ * gating.c, gmm.c (with peak.c) and swiglu.c. */
 #ifndef MOEFR_BENCH_BENCH_H_
 #define MOEFR_BENCH_BENCH_H_
 
@@ -28,6 +28,10 @@ int bench_cpuinfo(const char *key, char *v, size_t n);
 const char *bench_cpu(void);
 /* /proc/cpuinfo's "cpu MHz": the kernel's nominal figure, not a measured clock; 0 if absent. */
 double bench_cpu_mhz(void);
+/* peak.c: the arithmetic peak of `threads` threads, measured (GFLOP/s): fp32 with the
+ * widest FMA, bf16 with VDPBF16PS (0 where the CPU has no such instruction); how: what
+ * ran. -1 (and *fp32 0) when there is no loop for this CPU. */
+int bench_peak(int threads, double *fp32, double *bf16, char *how, size_t n);
 /* The median of v[0..n) (sorts v in place; the mean of the two middle values when n is even). */
 double bench_median(double *v, int n);
 /* The access-pattern ceilings (ceiling.c) of shape R, K, H with elements of es bytes. */
@@ -44,7 +48,7 @@ int bench_routing(int64_t N, int64_t K, int64_t H, int64_t E, int reps, int mark
 /* `--gating` (gating.c): MoeGatingTopKSoftmax(V2) at (8192, 256), k = 8, fp32 and bf16. */
 int bench_gating(int reps, int markdown);
 /* `--gmm` (gmm.c): aclnnGroupedMatmulV4's GFLOP/s at MoE shapes (forward, dX, dW), fp32
- * and bf16, against one GEMM of the same FLOPs and the fp32 FMA peak; rows = tokens x top-k;
+ * and bf16, against one GEMM of the same FLOPs and the measured peak (peak.c); rows = tokens x top-k;
  * tokens 0: the default (1024), reps 0: the default (3). Sets MOEFR_SOC: call it first. */
 int bench_gmm(int64_t tokens, int reps, int markdown);
 /* `--swiglu` (swiglu.c): aclnnSwiGlu and aclnnSwiGluGrad, GB/s against a same-traffic memcpy;

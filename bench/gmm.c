@@ -1,6 +1,7 @@
 /* gmm.c - `moefr bench --gmm`: aclnnGroupedMatmulV4 at MoE shapes, GFLOP/s
  * against one GEMM of the same FLOPs measured in the same run, and against
- * the machine's fp32 FMA peak.
+ * the machine's arithmetic peak, measured before the GEMMs (peak.c: fp32 FMA,
+ * and VDPBF16PS for bf16 on oneDNN).
  *
  * Per MoE shape (E experts, top-k, hidden H, ffn F, rows M = tokens * k,
  * equal groups of M / E rows) two GEMMs: gate+up (K = H, N = 2F) and down
@@ -18,11 +19,12 @@
  * Each repeat runs the four in that order (one GEMM first); a row's ratio is
  * the median over repeats of (one GEMM time / the row's time), so load from
  * other processes hits both alike; GFLOP/s = 2*M*K*N / the median time. The
- * fp32 FMA peak is cores x FMA units x lanes x 2 x the nominal clock from
- * /proc/cpuinfo ("cpu MHz", not a measured clock); bf16 is widened to fp32
- * before the BLAS, so its peak is the fp32 one too, unless it runs on
- * oneDNN's VDPBF16PS (an AVX512-BF16 CPU: moefrBlas() says so), which forms
- * two products per fp32 lane: twice the fp32 peak.
+ * "of peak" columns divide by the measured peak of the instruction the path
+ * runs on: VDPBF16PS for bf16 on oneDNN (an AVX512-BF16 CPU: moefrBlas()
+ * says so), the FMA for fp32 and for bf16 widened to fp32 before the BLAS.
+ * Where nothing could be measured they divide by an estimate: cores x FMA
+ * units x lanes x 2 x the nominal clock from /proc/cpuinfo ("cpu MHz", not a
+ * measured clock), twice that for VDPBF16PS (two products per fp32 lane).
  *
  * fp32 GroupedMatmul is A2/A3-only in CANN (the library refuses it under its
  * default Ascend 950 rules), so this sets MOEFR_SOC=ascend910b before its
@@ -46,6 +48,8 @@ typedef struct peak {
     int cores, units, lanes;
     double mhz, gflops; /* gflops 0: unknown */
     int bf16x2;         /* bf16 GroupedMatmul runs on oneDNN's VDPBF16PS (moefrBlas() says so): peak x 2 */
+    double fp32, bf16;  /* measured (peak.c), GFLOP/s; 0: not measured */
+    char how[192];
     const char *isa;
 } peak;
 
@@ -279,8 +283,12 @@ static int gemm_rows(const moe_shape *s, const char *gemm, int64_t K, int64_t N,
         const double ms = bench_median(t[r], reps) * 1e3, gf = flop / (ms * 1e-3) / 1e9;
         const double rt = bench_median(ratio[r], reps), cgf = flop / bench_median(cpu[r], reps) / 1e9;
         char pct[16] = "-", rs[16] = "-", cpct[16] = "-";
-        /* bf16 on oneDNN's VDPBF16PS: two products per fp32 lane and instruction, twice the fp32 rate */
-        const double top = pk->gflops * (dt == ACL_BF16 && pk->bf16x2 ? 2.0 : 1.0);
+        /* the measured peak of the instruction the path runs on (bf16 on oneDNN: VDPBF16PS; widened
+         * bf16 and fp32: the FMA), else the estimate (bf16 on VDPBF16PS: twice the fp32 rate) */
+        const int dot = dt == ACL_BF16 && pk->bf16x2;
+        const double top = dot && pk->bf16 > 0 ? pk->bf16
+                           : !dot && pk->fp32 > 0 ? pk->fp32
+                                                   : pk->gflops * (dot ? 2.0 : 1.0);
         if (top > 0) snprintf(pct, sizeof pct, "%.0f%%", 100.0 * gf / top);
         if (top > 0) snprintf(cpct, sizeof cpct, "%.0f%%", 100.0 * cgf / (top / pk->cores));
         if (r != ROW_REF) snprintf(rs, sizeof rs, "%.3f", rt);
@@ -328,6 +336,9 @@ int bench_gmm(int64_t tokens, int reps, int markdown) {
                          : "bf16 is widened to fp32 before the BLAS, so its peak is the same");
     else
         printf("fp32 FMA peak: no clock in /proc/cpuinfo (\"cpu MHz\"), not estimated\n");
+    if (bench_peak(threads, &pk.fp32, &pk.bf16, pk.how, sizeof pk.how) == 0)
+        printf("peak measured (bench/peak.c, %s): fp32 %.1f GFLOP/s%s%.1f%s; the \"of peak\" columns use it\n",
+               pk.how, pk.fp32, pk.bf16 > 0 ? ", bf16 " : "", pk.bf16, pk.bf16 > 0 ? " GFLOP/s" : "");
     printf("GFLOP/s = 2*M*K*N / median time; ratio = median over repeats of (one GEMM time / row time), the one GEMM\n"
            "(x (M,K) @ W[0] (K,N) as one call, E=1, group list {M}) run first in each repeat: same FLOPs, same dtype;\n"
            "cpu = 2*M*K*N / the median process CPU time (GFLOP per CPU-second) and its fraction of one core's peak:\n"

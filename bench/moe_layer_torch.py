@@ -223,6 +223,30 @@ def torch_blas():
     return ", ".join(os.path.realpath(p) for p in seen) or "none found"
 
 
+def measured_peak(threads):
+    """(fp32, bf16) GFLOP/s from `moefr_bench --peak` (bench/peak.c) on `threads` threads: the
+    moefr_bench next to MOEFR_LIBRARY's library, or build/moefr_bench of this checkout; bf16 is 0
+    without VDPBF16PS. None when no moefr_bench is found or it prints no figure."""
+    import re
+    import subprocess
+    lib = os.environ.get("MOEFR_LIBRARY")
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "moefr_bench")
+    for exe in ([os.path.join(os.path.dirname(os.path.abspath(lib)), "moefr_bench")] if lib else []) + [here]:
+        if not os.access(exe, os.X_OK):
+            continue
+        env = dict(os.environ, MOEFR_NUM_THREADS=str(threads))
+        try:
+            out = subprocess.run([exe, "--peak"], env=env, capture_output=True, text=True, timeout=120).stdout
+        except (OSError, subprocess.SubprocessError):
+            continue
+        last = [l for l in out.splitlines() if l.strip().startswith("%d thread(s)" % threads)]
+        f = re.search(r"fp32 ([0-9.]+) GFLOP/s", last[-1]) if last else None
+        if f:
+            b = re.search(r"bf16 ([0-9.]+) GFLOP/s", last[-1])
+            return float(f.group(1)), float(b.group(1)) if b else 0.0
+    return None
+
+
 def library_threads():
     try:
         from moefr._lib import library
@@ -260,6 +284,12 @@ def main():
         print("torch's own bf16 matmul here: %.1f GFLOP/s (256x1024 @ 1024x1024); %s" %
               (native_bf16_gflops(threads), "the bf16 torch side uses it (--native-bf16)" if a.native_bf16 else
                "bf16 rows: torch widens to fp32 for its matmuls, torch-bf16 uses it"))
+    peak = measured_peak(threads)
+    if peak:
+        print("arithmetic peak measured (moefr_bench --peak, %d threads): fp32 FMA %.1f GFLOP/s%s; 'bound' below = the "
+              "torch step / the expert GEMMs' time at that peak (bf16: the faster of the two), the most any layer "
+              "with these GEMMs could gain over that torch side, whatever else it did in no time" %
+              (threads, peak[0], ", bf16 VDPBF16PS %.1f GFLOP/s" % peak[1] if peak[1] else ""))
     skipped = None
     for dt in dtypes:
         dn = "fp32" if dt == torch.float32 else "bf16"
@@ -281,6 +311,9 @@ def main():
                 continue
             tt = statistics.median(times[tn]) * 1e3
             line = "%s  %-10s %9.1f ms/step (%5.1f GFLOP/s)" % (dn, tn, tt, flop / tt / 1e6)
+            if peak:
+                top = max(peak) if dt == torch.bfloat16 else peak[0]
+                line += "  bound %.2f" % (tt / (flop / top / 1e6))
             if "moefr" in times:
                 mt = statistics.median(times["moefr"]) * 1e3
                 ratio = statistics.median([t / m for t, m in zip(times[tn], times["moefr"])])

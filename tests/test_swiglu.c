@@ -217,6 +217,8 @@ static int sg_widths(const sg_routines **out) {
     else printf("test_swiglu: no AVX2 here: its width is compared where it runs (not counted)\n");
     if (f & MF_CPU_AVX512) out[n++] = &mf_swiglu_avx512;
     else printf("test_swiglu: no AVX-512 here: its width is compared where it runs (not counted)\n");
+    if ((f & MF_CPU_AVX512) && (f & MF_CPU_AVX512BF16)) out[n++] = &mf_swiglu_avx512bf16;
+    else printf("test_swiglu: no AVX512-BF16 here: its routines are compared where they run (not counted)\n");
 #endif
     return n;
 }
@@ -234,7 +236,7 @@ static void widths_agree(void) {
         b[i] = (float)(tu_unit() * 4 - 2);
         g[i] = (float)(tu_unit() * 4 - 2);
     }
-    const sg_routines *ws[3];
+    const sg_routines *ws[4];
     const int nw = sg_widths(ws);
     mf_swiglu_generic.fwd(a, b, o1, N);
     mf_swiglu_generic.bwd(a, b, g, p1, p2, N);
@@ -271,7 +273,7 @@ static void bf16_narrowing(void) {
     for (int i = 0; i < nh; i++)
         CHECK(mf_f32_to_bf16(s[i]) == hand[i][1], "bf16 of %08x: %04x, want %04x", (unsigned)hand[i][0],
               (unsigned)mf_f32_to_bf16(s[i]), (unsigned)hand[i][1]);
-    const sg_routines *ws[3];
+    const sg_routines *ws[4];
     const int nw = sg_widths(ws);
     for (int k = 0; k < nw; k++) {
         memset(got, 0, sizeof got);

@@ -102,8 +102,27 @@ static inline void gi_store_lo16(void *p, gvi v) {
 }
 
 /* v rounded to bfloat16 lane by lane (mf_f32_to_bf16: nearest even, NaN kept
- * quiet), the GT_W results stored at p (little endian: each lane's low half) */
+ * quiet), the GT_W results stored at p (little endian: each lane's low half).
+ * Built with AVX512-BF16 (sixteen lanes), that is one VCVTNEPS2BF16, which
+ * rounds and quiets NaN the same way but flushes subnormal inputs to zero:
+ * a vector holding one is rounded in integers, as everywhere else. */
+static inline void gv_store_bf16(char *p, gvf v);
+static inline void gv_store_bf16_int(char *p, gvf v);
+#if GT_W == 16 && defined(__AVX512BF16__)
 static inline void gv_store_bf16(char *p, gvf v) {
+    const __m512i u = (__m512i)v;
+    if (__builtin_expect(_mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7F800000)) &
+                             _mm512_test_epi32_mask(u, _mm512_set1_epi32(0x007FFFFF)),
+                         0)) {
+        gv_store_bf16_int(p, v);
+        return;
+    }
+    _mm256_storeu_si256((__m256i *)(void *)p, (__m256i)_mm512_cvtneps_pbh((__m512)v));
+}
+#else
+static inline void gv_store_bf16(char *p, gvf v) { gv_store_bf16_int(p, v); }
+#endif
+static inline void gv_store_bf16_int(char *p, gvf v) {
     typedef uint32_t gvu __attribute__((vector_size(4 * GT_W)));
     const gvu u = (gvu)v;
     const gvi nan = (gvi)(u & 0x7FFFFFFFu) > gi_splat(0x7F800000);

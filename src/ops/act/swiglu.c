@@ -205,7 +205,8 @@ static aclnnStatus sg_run(const void *plan, const aclTensor *const *t, void *wor
     c.nt = c.direct && out->numel * c.es >= mf_nt_threshold();
     c.r = &mf_swiglu_generic;
 #if defined(MOEFR_X86_KERNELS) /* every width gives the same bits */
-    if (strcmp(mf_kernels()->isa, "avx512") == 0) c.r = &mf_swiglu_avx512;
+    if (mf_kernels() == &mf_ukernels_avx512bf16) c.r = &mf_swiglu_avx512bf16;
+    else if (strcmp(mf_kernels()->isa, "avx512") == 0) c.r = &mf_swiglu_avx512;
     else if (strcmp(mf_kernels()->isa, "avx2") == 0) c.r = &mf_swiglu_avx2;
 #endif
     mf_parallel_for(p->rows * c.nchunks, sg_units, &c, SG_SERIAL_UNITS);

@@ -1,7 +1,8 @@
 /* swiglu.h - what SwiGlu and SwiGluGrad (swiglu.c) share with their block
  * routines, which swiglu_core.h builds once per vector width (generic four
  * lanes in swiglu.c, AVX2 eight lanes in swiglu_avx2.c, AVX-512 sixteen in
- * swiglu_avx512.c; the same bits). */
+ * swiglu_avx512.c, and with AVX512-BF16 in swiglu_avx512bf16.c; the same
+ * bits). */
 #ifndef MOEFR_OPS_ACT_SWIGLU_H_
 #define MOEFR_OPS_ACT_SWIGLU_H_
 
@@ -34,7 +35,7 @@ typedef struct sg_routines {
 } sg_routines;
 extern const sg_routines mf_swiglu_generic;
 #if defined(MOEFR_X86_KERNELS)
-extern const sg_routines mf_swiglu_avx2, mf_swiglu_avx512;
+extern const sg_routines mf_swiglu_avx2, mf_swiglu_avx512, mf_swiglu_avx512bf16;
 #endif
 
 #endif /* MOEFR_OPS_ACT_SWIGLU_H_ */

@@ -575,11 +575,18 @@ static void ceiling_head(void) {
 typedef struct isa_row { char key[80]; double ms[8], ratio[8]; } isa_row;
 
 static int isa_compare(int argc, char **argv, const char *list) {
-    const char *all[] = {"scalar", "avx2", "avx512", "neon"};
+    /* "all": this architecture's paths (a child skips one the CPU lacks) */
+#if defined(__aarch64__)
+    const char *all[] = {"scalar", "neon"};
+#elif defined(__x86_64__)
+    const char *all[] = {"scalar", "avx2", "avx512"};
+#else
+    const char *all[] = {"scalar"};
+#endif
     char names[8][16];
     int nisa = 0;
     if (strcmp(list, "all") == 0) {
-        for (int i = 0; i < 4; i++) snprintf(names[nisa++], sizeof names[0], "%s", all[i]);
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) snprintf(names[nisa++], sizeof names[0], "%s", all[i]);
     } else {
         for (const char *c = list; *c && nisa < 8;) {
             size_t len = strcspn(c, ",");

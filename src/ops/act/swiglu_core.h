@@ -25,8 +25,8 @@
  * further on (16 KiB of fp32, 8 KiB of bf16), into L2. The routines spend
  * most of their time in arithmetic with few loads in flight, and the
  * hardware's stream prefetch alone left them waiting on memory: on Zen 4,
- * two threads, the operators went from 0.69 to 1.1-1.4 of a memcpy (fp32
- * forward) and from 0.50 to 0.6-0.75 (bf16 backward); 2048 and 8192
+ * two threads, the fp32 forward went from 0.72 to 1.17 of a memcpy and the
+ * backward from 0.90 to 1.37 (medians of 8 runs); 1024, 2048 and 8192
  * elements ahead were no better (docs/BENCHMARKS.md). The address is formed
  * as an integer: past a row's end it may lie outside any object, and a
  * prefetch never faults. */

@@ -16,6 +16,12 @@
 #include "testutil.h"
 #include "ops/act/swiglu.h"
 #include "cpu/cpu.h"
+/* the block routines' own exp and sigmoid (four lanes), to check the
+ * library's table of sigmoid(a) entry by entry */
+#define GT_W 4
+#define SG_NAME "test"
+#define SG_TABLE test_swiglu_ref
+#include "ops/act/swiglu_core.h"
 
 static const int DTS[3] = {ACL_FLOAT, ACL_FLOAT16, ACL_BF16};
 
@@ -293,24 +299,92 @@ static void bf16_narrowing(void) {
     const int64_t nv = N & ~15;
     mf_swiglu_generic.fwd(aw, bw, fo, nv);
     mf_swiglu_generic.narrow(fo, (char *)w1, nv);
-    mf_swiglu_generic.fwd16((const char *)a16, (const char *)b16, (char *)f16o, nv);
+    mf_swiglu_generic.fwd16(mf_swiglu_sig16(), (const char *)a16, (const char *)b16, (char *)f16o, nv);
     CHECK(memcmp(w1, f16o, (size_t)nv * 2) == 0, "fwd16 differs from the fp32 routine rounded to bf16");
     mf_swiglu_generic.bwd(aw, bw, gw, fo, fp, nv);
     mf_swiglu_generic.narrow(fo, (char *)w1, nv);
     mf_swiglu_generic.narrow(fp, (char *)w2, nv);
-    mf_swiglu_generic.bwd16((const char *)a16, (const char *)b16, (const char *)g16, (char *)f16o, (char *)f16p, nv);
+    mf_swiglu_generic.bwd16(mf_swiglu_sig16(), (const char *)a16, (const char *)b16, (const char *)g16, (char *)f16o, (char *)f16p, nv);
     CHECK(memcmp(w1, f16o, (size_t)nv * 2) == 0 && memcmp(w2, f16p, (size_t)nv * 2) == 0,
           "bwd16 differs from the fp32 routine rounded to bf16");
-    mf_swiglu_generic.fwd16((const char *)a16, (const char *)b16, (char *)f16o, nv);
-    mf_swiglu_generic.bwd16((const char *)a16, (const char *)b16, (const char *)g16, (char *)w2, (char *)f16p, nv);
+    mf_swiglu_generic.fwd16(mf_swiglu_sig16(), (const char *)a16, (const char *)b16, (char *)f16o, nv);
+    mf_swiglu_generic.bwd16(mf_swiglu_sig16(), (const char *)a16, (const char *)b16, (const char *)g16, (char *)w2, (char *)f16p, nv);
     for (int k = 1; k < nw; k++) {
         static uint16_t v1[N], v2[N], v3[N];
-        ws[k]->fwd16((const char *)a16, (const char *)b16, (char *)v1, nv);
+        ws[k]->fwd16(mf_swiglu_sig16(), (const char *)a16, (const char *)b16, (char *)v1, nv);
         CHECK(memcmp(v1, f16o, (size_t)nv * 2) == 0, "fwd16: generic and %s bits differ", ws[k]->name);
-        ws[k]->bwd16((const char *)a16, (const char *)b16, (const char *)g16, (char *)v2, (char *)v3, nv);
+        ws[k]->bwd16(mf_swiglu_sig16(), (const char *)a16, (const char *)b16, (const char *)g16, (char *)v2, (char *)v3, nv);
         CHECK(memcmp(v2, w2, (size_t)nv * 2) == 0 && memcmp(v3, f16p, (size_t)nv * 2) == 0,
               "bwd16: generic and %s bits differ", ws[k]->name);
     }
+    g_cases++;
+}
+
+/* mf_swiglu_sig16() holds, bit for bit, the sigmoid the fp32 routines compute
+ * for each of the 65536 bfloat16 a (NaN patterns included). */
+static void sig16_table(void) {
+    const float *tab = mf_swiglu_sig16();
+    _Alignas(64) float a[SG_B], v[SG_B], t[SG_B], s[SG_B];
+    int bad = 0;
+    for (int h0 = 0; h0 < 65536; h0 += SG_B) {
+        for (int i = 0; i < SG_B; i++) a[i] = mf_bf16_to_f32((uint16_t)(h0 + i));
+        sg_exp_block((const char *)a, 4, v, t, SG_B);
+        for (int i = 0; i < SG_B; i += GT_W) gv_store(s + i, sg_sigmoid(gv_load(a + i), gv_load(v + i)));
+        for (int i = 0; i < SG_B; i++)
+            if (memcmp(&s[i], &tab[h0 + i], 4) != 0 && bad++ < 5)
+                CHECK(0, "sigmoid table at bits %04x: %a, computed %a", h0 + i, (double)tab[h0 + i], (double)s[i]);
+    }
+    CHECK(bad == 0, "%d of the 65536 table entries differ from the computed sigmoid", bad);
+    g_cases++;
+}
+
+/* The 16-bit routines look sigmoid(a) up (mf_swiglu_sig16): for every one of
+ * the 65536 bfloat16 a, with b and g of both signs and several magnitudes,
+ * each width's bf16 forward and backward equal the computed fp32 routines
+ * (the generic width) on the widened values, rounded once. */
+static void sig16_every_a(void) {
+    enum { N = 65536 };
+    static uint16_t a16[N], b16[N], g16[N], w1[N], w2[N], v1[N], v2[N], v3[N];
+    static float aw[N], bw[N], gw[N], fo[N], fp[N];
+    static const float bs[] = {1.0f, -0.375f, 3.0e-38f, 65504.0f};
+    const sg_routines *ws[4];
+    const int nw = sg_widths(ws);
+    int bad = 0;
+    for (int r = 0; r < (int)(sizeof bs / sizeof bs[0]); r++) {
+        for (int i = 0; i < N; i++) {
+            a16[i] = (uint16_t)i;
+            b16[i] = mf_f32_to_bf16(bs[r] * (float)(1 + i % 7));
+            g16[i] = mf_f32_to_bf16((i & 1 ? -1.5f : 0.75f) / (float)(1 + r));
+            aw[i] = mf_bf16_to_f32(a16[i]), bw[i] = mf_bf16_to_f32(b16[i]), gw[i] = mf_bf16_to_f32(g16[i]);
+        }
+        mf_swiglu_generic.fwd(aw, bw, fo, N);
+        mf_swiglu_generic.narrow(fo, (char *)w1, N);
+        for (int k = 0; k < nw && bad < 5; k++) {
+            memset(v1, 0xA5, sizeof v1);
+            ws[k]->fwd16(mf_swiglu_sig16(), (const char *)a16, (const char *)b16, (char *)v1, N);
+            for (int i = 0; i < N && bad < 5; i++)
+                if (v1[i] != w1[i]) {
+                    CHECK(0, "%s fwd16, a bits %04x b %g: %04x, computed %04x", ws[k]->name, i, (double)bw[i],
+                          (unsigned)v1[i], (unsigned)w1[i]);
+                    bad++;
+                }
+        }
+        mf_swiglu_generic.bwd(aw, bw, gw, fo, fp, N);
+        mf_swiglu_generic.narrow(fo, (char *)w1, N);
+        mf_swiglu_generic.narrow(fp, (char *)w2, N);
+        for (int k = 0; k < nw && bad < 5; k++) {
+            memset(v2, 0xA5, sizeof v2), memset(v3, 0xA5, sizeof v3);
+            ws[k]->bwd16(mf_swiglu_sig16(), (const char *)a16, (const char *)b16, (const char *)g16, (char *)v2,
+                         (char *)v3, N);
+            for (int i = 0; i < N && bad < 5; i++)
+                if (v2[i] != w1[i] || v3[i] != w2[i]) {
+                    CHECK(0, "%s bwd16, a bits %04x: %04x %04x, computed %04x %04x", ws[k]->name, i, (unsigned)v2[i],
+                          (unsigned)v3[i], (unsigned)w1[i], (unsigned)w2[i]);
+                    bad++;
+                }
+        }
+    }
+    CHECK(bad == 0, "the looked-up sigmoid differs from the computed one (first mismatches above)");
     g_cases++;
 }
 
@@ -378,6 +452,8 @@ int main(void) {
     validation();
     widths_agree();
     bf16_narrowing();
+    sig16_table();
+    sig16_every_a();
     for (int i = 0; i < 200; i++) random_case(i & 1, i % 5 == 0);
     /* outputs past 32 MiB (mf_nt_threshold's cap): the dense rows leave by
      * streaming stores; half-rows of 8200 end in a tail off the vectors */

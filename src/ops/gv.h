@@ -71,6 +71,20 @@ static inline gvf gv_load_bf16(const char *p) {
 #endif
 }
 
+/* tab[ix[i]] lane by lane (ix in range): one VGATHERDPS with AVX2 or
+ * AVX-512, else a load per lane. */
+static inline gvf gv_gather(const float *tab, gvi ix) {
+#if GT_W == 16
+    return (gvf)_mm512_i32gather_ps((__m512i)ix, tab, 4);
+#elif GT_W == 8 && defined(__AVX2__)
+    return (gvf)_mm256_i32gather_ps(tab, (__m256i)ix, 4);
+#else
+    gvf v;
+    for (int i = 0; i < GT_W; i++) v[i] = tab[ix[i]];
+    return v;
+#endif
+}
+
 /* The low 8 or 16 bits of each lane (little endian: its first byte or
  * half), GT_W of them stored at p: a narrowing store for lanes already in
  * range (the vectoriser's own conversion was a chain of lane extracts). */

@@ -13,6 +13,8 @@
  * fp32 on the stack, computed by the block routine (swiglu_core.h), rounded
  * once and stored to the contiguous output. Element-wise and fixed in its
  * operations, so the bits depend on neither MOEFR_ISA nor the thread count. */
+#include <pthread.h>
+
 #include "aclnnop/aclnn_swi_glu.h"
 #include "aclnnop/aclnn_swi_glu_grad.h"
 #include "ops/opdef.h"
@@ -23,6 +25,24 @@
 #define SG_NAME "generic"
 #define SG_TABLE mf_swiglu_generic
 #include "ops/act/swiglu_core.h"
+
+static float g_sig16[65536];
+static pthread_once_t g_sig16_once = PTHREAD_ONCE_INIT;
+
+/* Every bfloat16 pattern through the generic routines' exp and sigmoid. */
+static void sig16_build(void) {
+    _Alignas(64) float a[SG_B], v[SG_B], t[SG_B];
+    for (int h0 = 0; h0 < 65536; h0 += SG_B) {
+        for (int i = 0; i < SG_B; i++) a[i] = mf_bf16_to_f32((uint16_t)(h0 + i));
+        sg_exp_block((const char *)a, 4, v, t, SG_B);
+        for (int i = 0; i < SG_B; i += GT_W) gv_store(g_sig16 + h0 + i, sg_sigmoid(gv_load(a + i), gv_load(v + i)));
+    }
+}
+
+const float *mf_swiglu_sig16(void) {
+    pthread_once(&g_sig16_once, sig16_build);
+    return g_sig16;
+}
 
 static const char OPF[] = "aclnnSwiGlu";
 static const char OPB[] = "aclnnSwiGluGrad";
@@ -130,6 +150,7 @@ typedef struct sg_ctx {
     bool direct; /* FLOAT or BF16, every view dense: whole vectors computed in place */
     bool nt;     /* direct, and the output past mf_nt_threshold(): streaming stores */
     const sg_routines *r; /* the kernel path's width */
+    const float *sig;     /* mf_swiglu_sig16(), for BF16 */
 } sg_ctx;
 
 /* fp32 results o[0..n) rounded to the output's dtype at dst */
@@ -156,8 +177,8 @@ static void sg_units(void *ctxp, int64_t u0, int64_t u1) {
              * leave by the kernel table's streaming copy */
             char *ta = c->nt ? (char *)o : oa, *ty = c->nt ? (char *)ob : oy;
             if (c->dtype == ACL_BF16) {
-                if (!p->grad) c->r->fwd16(xa, xb, ta, nv);
-                else c->r->bwd16(xa, xb, gy, ta, ty, nv);
+                if (!p->grad) c->r->fwd16(c->sig, xa, xb, ta, nv);
+                else c->r->bwd16(c->sig, xa, xb, gy, ta, ty, nv);
             } else if (!p->grad) {
                 c->r->fwd((const float *)(const void *)xa, (const float *)(const void *)xb, (float *)(void *)ta, nv);
             } else {
@@ -209,6 +230,7 @@ static aclnnStatus sg_run(const void *plan, const aclTensor *const *t, void *wor
     else if (strcmp(mf_kernels()->isa, "avx512") == 0) c.r = &mf_swiglu_avx512;
     else if (strcmp(mf_kernels()->isa, "avx2") == 0) c.r = &mf_swiglu_avx2;
 #endif
+    if (c.direct && c.dtype == ACL_BF16) c.sig = mf_swiglu_sig16();
     mf_parallel_for(p->rows * c.nchunks, sg_units, &c, SG_SERIAL_UNITS);
     return ACLNN_SUCCESS;
 }

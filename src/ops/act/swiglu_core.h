@@ -8,7 +8,11 @@
  * overflows; a NaN a gives NaN (s = a, so the NaN is a's on every width),
  * a = -inf gives NaN as A / (1 + exp(-A)) does.
  *
- * The work goes in blocks of SG_B elements, in three passes over each: exp's
+ * The bfloat16 routines take s from mf_swiglu_sig16(), which holds this s for
+ * every bfloat16 a (built from sg_exp_block and sg_sigmoid below), and do
+ * only the products.
+ *
+ * The fp32 work goes in blocks of SG_B elements, in three passes over each: exp's
  * argument reduction, its polynomial and scale, then the rest. One pass over
  * a whole vector is a chain of about 90 cycles of latency in some 50
  * instructions, and the out-of-order window holds only two or three such
@@ -110,34 +114,47 @@ static void SG_BWD(const float *a, const float *b, const float *g, float *oa, fl
     }
 }
 
-/* bfloat16 in and out: the same operations on the widened values (exact),
- * each result rounded once (gv_store_bf16); a, b, g, o, oa, ob are element
- * arrays of n (a multiple of GT_W) bfloat16 values. */
+/* bfloat16 in and out: s = sig[a's bits] (mf_swiglu_sig16: the value the
+ * fp32 routines compute), then the same products on the widened values
+ * (exact), each result rounded once (gv_store_bf16); a, b, g, o, oa, ob are
+ * element arrays of n (a multiple of GT_W) bfloat16 values. */
 
-static void SG_FWD16(const char *a, const char *b, char *o, int64_t n) {
-    _Alignas(64) float v[SG_B], t[SG_B];
+/* a's bits as lane indices, and a widened */
+static inline gvi sg_bits16(const char *p) {
+#if GT_W == 16
+    return (gvi)_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)p));
+#elif GT_W == 8 && defined(__AVX2__)
+    return (gvi)_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)p));
+#else
+    typedef uint16_t gvh __attribute__((vector_size(2 * GT_W)));
+    gvh h;
+    memcpy(&h, p, sizeof h);
+    return __builtin_convertvector(h, gvi);
+#endif
+}
+
+static void SG_FWD16(const float *sig, const char *a, const char *b, char *o, int64_t n) {
     for (int64_t i0 = 0; i0 < n; i0 += SG_B) {
         const int64_t m = n - i0 < SG_B ? n - i0 : SG_B;
         sg_prefetch(a, i0, 2, m), sg_prefetch(b, i0, 2, m);
-        sg_exp_block(a + 2 * i0, 2, v, t, m);
         for (int64_t i = 0; i < m; i += GT_W) {
             const int64_t j = 2 * (i0 + i);
-            const gvf av = gv_load_bf16(a + j), s = sg_sigmoid(av, gv_load(v + i));
+            const gvi h = sg_bits16(a + j);
+            const gvf av = (gvf)(h << 16), s = gv_gather(sig, h);
             gv_store_bf16(o + j, (av * s) * gv_load_bf16(b + j));
         }
     }
 }
 
-static void SG_BWD16(const char *a, const char *b, const char *g, char *oa, char *ob, int64_t n) {
+static void SG_BWD16(const float *sig, const char *a, const char *b, const char *g, char *oa, char *ob, int64_t n) {
     const gvf one = gv_splat(1.0f);
-    _Alignas(64) float v[SG_B], t[SG_B];
     for (int64_t i0 = 0; i0 < n; i0 += SG_B) {
         const int64_t m = n - i0 < SG_B ? n - i0 : SG_B;
         sg_prefetch(a, i0, 2, m), sg_prefetch(b, i0, 2, m), sg_prefetch(g, i0, 2, m);
-        sg_exp_block(a + 2 * i0, 2, v, t, m);
         for (int64_t i = 0; i < m; i += GT_W) {
             const int64_t j = 2 * (i0 + i);
-            const gvf av = gv_load_bf16(a + j), s = sg_sigmoid(av, gv_load(v + i)), gv = gv_load_bf16(g + j);
+            const gvi h = sg_bits16(a + j);
+            const gvf av = (gvf)(h << 16), s = gv_gather(sig, h), gv = gv_load_bf16(g + j);
             gv_store_bf16(oa + j, (((s * (one - s)) * av + s) * gv_load_bf16(b + j)) * gv);
             gv_store_bf16(ob + j, (s * av) * gv);
         }

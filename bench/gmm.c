@@ -336,9 +336,11 @@ int bench_gmm(int64_t tokens, int reps, int markdown) {
                          : "bf16 is widened to fp32 before the BLAS, so its peak is the same");
     else
         printf("fp32 FMA peak: no clock in /proc/cpuinfo (\"cpu MHz\"), not estimated\n");
-    if (bench_peak(threads, &pk.fp32, &pk.bf16, pk.how, sizeof pk.how) == 0)
-        printf("peak measured (bench/peak.c, %s): fp32 %.1f GFLOP/s%s%.1f%s; the \"of peak\" columns use it\n",
-               pk.how, pk.fp32, pk.bf16 > 0 ? ", bf16 " : "", pk.bf16, pk.bf16 > 0 ? " GFLOP/s" : "");
+    if (bench_peak(threads, &pk.fp32, &pk.bf16, pk.how, sizeof pk.how) == 0) {
+        printf("peak measured (bench/peak.c, %s): fp32 %.1f GFLOP/s", pk.how, pk.fp32);
+        if (pk.bf16 > 0) printf(", bf16 %.1f GFLOP/s", pk.bf16);
+        printf("; the \"of peak\" columns use it\n");
+    }
     printf("GFLOP/s = 2*M*K*N / median time; ratio = median over repeats of (one GEMM time / row time), the one GEMM\n"
            "(x (M,K) @ W[0] (K,N) as one call, E=1, group list {M}) run first in each repeat: same FLOPs, same dtype;\n"
            "cpu = 2*M*K*N / the median process CPU time (GFLOP per CPU-second) and its fraction of one core's peak:\n"

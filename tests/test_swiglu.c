@@ -328,7 +328,7 @@ static void sig16_table(void) {
     int bad = 0;
     for (int h0 = 0; h0 < 65536; h0 += SG_B) {
         for (int i = 0; i < SG_B; i++) a[i] = mf_bf16_to_f32((uint16_t)(h0 + i));
-        sg_exp_block((const char *)a, 4, v, t, SG_B);
+        sg_exp_block(a, v, t, SG_B);
         for (int i = 0; i < SG_B; i += GT_W) gv_store(s + i, sg_sigmoid(gv_load(a + i), gv_load(v + i)));
         for (int i = 0; i < SG_B; i++)
             if (memcmp(&s[i], &tab[h0 + i], 4) != 0 && bad++ < 5)

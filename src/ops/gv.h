@@ -53,23 +53,26 @@ static inline void gv_store(float *p, gvf v) { memcpy(p, &v, sizeof v); }
 static inline gvf gv_sel(gvi m, gvf a, gvf b) { return (gvf)(((gvi)a & m) | ((gvi)b & ~m)); }
 static inline gvi gi_sel(gvi m, gvi a, gvi b) { return (a & m) | (b & ~m); }
 
-/* GT_W bfloat16 values at p, widened (exactly) to fp32. On AVX2, eight
+/* GT_W 16-bit values at p, zero-extended into the lanes. On AVX2, eight
  * lanes are one VPMOVZXWD from memory: GCC lowers the generic conversion
  * below to two half-width widenings, a byte shift and an insert, which
  * made the routing-map unpermute's bf16 row sum 4x slower than its fp32
  * one in L1. */
-static inline gvf gv_load_bf16(const char *p) {
+static inline gvi gi_load_u16(const char *p) {
 #if GT_W == 16
-    return (gvf)_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)p)), 16);
+    return (gvi)_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)p));
 #elif GT_W == 8 && defined(__AVX2__)
-    return (gvf)_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)p)), 16);
+    return (gvi)_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)p));
 #else
     typedef uint16_t gvh __attribute__((vector_size(2 * GT_W)));
     gvh h;
     memcpy(&h, p, sizeof h);
-    return (gvf)(__builtin_convertvector(h, gvi) << 16);
+    return __builtin_convertvector(h, gvi);
 #endif
 }
+
+/* GT_W bfloat16 values at p, widened (exactly) to fp32 */
+static inline gvf gv_load_bf16(const char *p) { return (gvf)(gi_load_u16(p) << 16); }
 
 /* tab[ix[i]] lane by lane (ix in range): one VGATHERDPS with AVX2 or
  * AVX-512, else a load per lane. */
@@ -120,8 +123,13 @@ static inline void gi_store_lo16(void *p, gvi v) {
  * Built with AVX512-BF16 (sixteen lanes), that is one VCVTNEPS2BF16, which
  * rounds and quiets NaN the same way but flushes subnormal inputs to zero:
  * a vector holding one is rounded in integers, as everywhere else. */
-static inline void gv_store_bf16(char *p, gvf v);
-static inline void gv_store_bf16_int(char *p, gvf v);
+static inline void gv_store_bf16_int(char *p, gvf v) {
+    typedef uint32_t gvu __attribute__((vector_size(4 * GT_W)));
+    const gvu u = (gvu)v;
+    const gvi nan = (gvi)(u & 0x7FFFFFFFu) > gi_splat(0x7F800000);
+    const gvu r = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16, q = (u >> 16) | 0x40u;
+    gi_store_lo16(p, gi_sel(nan, (gvi)q, (gvi)r));
+}
 #if GT_W == 16 && defined(__AVX512BF16__)
 static inline void gv_store_bf16(char *p, gvf v) {
     const __m512i u = (__m512i)v;
@@ -136,13 +144,6 @@ static inline void gv_store_bf16(char *p, gvf v) {
 #else
 static inline void gv_store_bf16(char *p, gvf v) { gv_store_bf16_int(p, v); }
 #endif
-static inline void gv_store_bf16_int(char *p, gvf v) {
-    typedef uint32_t gvu __attribute__((vector_size(4 * GT_W)));
-    const gvu u = (gvu)v;
-    const gvi nan = (gvi)(u & 0x7FFFFFFFu) > gi_splat(0x7F800000);
-    const gvu r = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16, q = (u >> 16) | 0x40u;
-    gi_store_lo16(p, gi_sel(nan, (gvi)q, (gvi)r));
-}
 
 /* exp(a) for a <= 0 (and NaN), within 2 ulp for normal results: a = n*ln2 + r
  * with |r| <= ln2/2 (ln2 in two parts, the first exact in 9 bits, so n*C1 is

@@ -34,7 +34,7 @@ static void sig16_build(void) {
     _Alignas(64) float a[SG_B], v[SG_B], t[SG_B];
     for (int h0 = 0; h0 < 65536; h0 += SG_B) {
         for (int i = 0; i < SG_B; i++) a[i] = mf_bf16_to_f32((uint16_t)(h0 + i));
-        sg_exp_block((const char *)a, 4, v, t, SG_B);
+        sg_exp_block(a, v, t, SG_B);
         for (int i = 0; i < SG_B; i += GT_W) gv_store(g_sig16 + h0 + i, sg_sigmoid(gv_load(a + i), gv_load(v + i)));
     }
 }

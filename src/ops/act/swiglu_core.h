@@ -48,12 +48,11 @@ static inline void sg_prefetch(const void *row, int64_t i0, int es, int64_t m) {
 #define SG_FWD16 SG_CAT(SG_TABLE, _fwd16)
 #define SG_BWD16 SG_CAT(SG_TABLE, _bwd16)
 
-/* Passes 1 and 2 over m elements of a (fp32, es 4, or bfloat16, es 2; the
- * callers pass a constant): v[i] = exp(-|a[i]|) before the tiny-argument
- * select, which pass 3 makes (sg_sigmoid). t is scratch. */
-static inline void sg_exp_block(const char *a, int es, float *v, float *t, int64_t m) {
+/* Passes 1 and 2 over m elements of a: v[i] = exp(-|a[i]|) before the
+ * tiny-argument select, which pass 3 makes (sg_sigmoid). t is scratch. */
+static inline void sg_exp_block(const float *a, float *v, float *t, int64_t m) {
     for (int64_t i = 0; i < m; i += GT_W) {
-        const gvf av = es == 2 ? gv_load_bf16(a + 2 * i) : gv_loadb(a + 4 * i);
+        const gvf av = gv_load(a + i);
         const gvf mag = (gvf)((gvi)av & gi_splat(0x7FFFFFFF));
         gvf tv;
         gv_store(v + i, gt_exp_reduce(-mag, &tv));
@@ -79,7 +78,7 @@ static void SG_FWD(const float *a, const float *b, float *o, int64_t n) {
     for (int64_t i0 = 0; i0 < n; i0 += SG_B) {
         const int64_t m = n - i0 < SG_B ? n - i0 : SG_B;
         sg_prefetch(a, i0, 4, m), sg_prefetch(b, i0, 4, m);
-        sg_exp_block((const char *)(a + i0), 4, v, t, m);
+        sg_exp_block(a + i0, v, t, m);
         for (int64_t i = 0; i < m; i += GT_W) {
             const gvf av = gv_load(a + i0 + i), s = sg_sigmoid(av, gv_load(v + i));
             gv_store(o + i0 + i, (av * s) * gv_load(b + i0 + i));
@@ -104,7 +103,7 @@ static void SG_BWD(const float *a, const float *b, const float *g, float *oa, fl
     for (int64_t i0 = 0; i0 < n; i0 += SG_B) {
         const int64_t m = n - i0 < SG_B ? n - i0 : SG_B;
         sg_prefetch(a, i0, 4, m), sg_prefetch(b, i0, 4, m), sg_prefetch(g, i0, 4, m);
-        sg_exp_block((const char *)(a + i0), 4, v, t, m);
+        sg_exp_block(a + i0, v, t, m);
         for (int64_t i = 0; i < m; i += GT_W) {
             const int64_t j = i0 + i;
             const gvf av = gv_load(a + j), s = sg_sigmoid(av, gv_load(v + i)), gv = gv_load(g + j);
@@ -119,27 +118,13 @@ static void SG_BWD(const float *a, const float *b, const float *g, float *oa, fl
  * (exact), each result rounded once (gv_store_bf16); a, b, g, o, oa, ob are
  * element arrays of n (a multiple of GT_W) bfloat16 values. */
 
-/* a's bits as lane indices, and a widened */
-static inline gvi sg_bits16(const char *p) {
-#if GT_W == 16
-    return (gvi)_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)p));
-#elif GT_W == 8 && defined(__AVX2__)
-    return (gvi)_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)p));
-#else
-    typedef uint16_t gvh __attribute__((vector_size(2 * GT_W)));
-    gvh h;
-    memcpy(&h, p, sizeof h);
-    return __builtin_convertvector(h, gvi);
-#endif
-}
-
 static void SG_FWD16(const float *sig, const char *a, const char *b, char *o, int64_t n) {
     for (int64_t i0 = 0; i0 < n; i0 += SG_B) {
         const int64_t m = n - i0 < SG_B ? n - i0 : SG_B;
         sg_prefetch(a, i0, 2, m), sg_prefetch(b, i0, 2, m);
         for (int64_t i = 0; i < m; i += GT_W) {
             const int64_t j = 2 * (i0 + i);
-            const gvi h = sg_bits16(a + j);
+            const gvi h = gi_load_u16(a + j); /* a's bits, sig's index */
             const gvf av = (gvf)(h << 16), s = gv_gather(sig, h);
             gv_store_bf16(o + j, (av * s) * gv_load_bf16(b + j));
         }
@@ -153,7 +138,7 @@ static void SG_BWD16(const float *sig, const char *a, const char *b, const char 
         sg_prefetch(a, i0, 2, m), sg_prefetch(b, i0, 2, m), sg_prefetch(g, i0, 2, m);
         for (int64_t i = 0; i < m; i += GT_W) {
             const int64_t j = 2 * (i0 + i);
-            const gvi h = sg_bits16(a + j);
+            const gvi h = gi_load_u16(a + j); /* a's bits, sig's index */
             const gvf av = (gvf)(h << 16), s = gv_gather(sig, h), gv = gv_load_bf16(g + j);
             gv_store_bf16(oa + j, (((s * (one - s)) * av + s) * gv_load_bf16(b + j)) * gv);
             gv_store_bf16(ob + j, (s * av) * gv);

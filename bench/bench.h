@@ -19,7 +19,8 @@ void bench_free(void *p);
 uint32_t bench_rand(void);
 /* idx[0..n) = a random permutation of 0..n-1 (a fixed-seed generator). */
 void bench_permutation(int32_t *idx, int64_t n);
-/* Seconds for a `threads`-thread memcpy of n bytes: the yardstick. */
+/* Seconds for a `threads`-thread copy of n bytes, the faster of memcpy and a
+ * streaming copy (x86-64; util.c says why): the yardstick. */
 double bench_copy_once(char *dst, const char *src, size_t n, int threads);
 /* /proc/cpuinfo: the first line's value for key ("model name", "cpu MHz", ...) into v; 0 if found. */
 int bench_cpuinfo(const char *key, char *v, size_t n);

@@ -12,7 +12,7 @@
  *
  * A token whose slots fit one call (flags == MF_FWD_FINAL) with fp32 scales
  * takes the fp32 order of forward_ref.h instead: blocks of 8 * MF_V_FWD_NV
- * (16-bit data; 32 for fp32) then 32 elements sum in fp32 (vf_ldp lanes), each 32-element group is stored if
+ * (16-bit data; 32 for fp32) then 32 elements sum in fp32 (vf_ld32f lanes), each 32-element group is stored if
  * every sum passes vf_in_range and is otherwise redone by f_block in fp64;
  * the last n % 32 elements are one group through mf_fwd_group32_ref. */
 #ifndef MOEFR_KERNELS_FBODY_H_
@@ -80,18 +80,26 @@ static __attribute__((noinline)) void f_redo(mf_dt dt, const mf_fwd_row *t, size
     f_block(dt, t, j, 0, NULL, 0, 1, nt, 4);
 }
 
-/* nv mf_vf (2 per 32-element group) of the fp32 order at element j. */
+#ifndef MF_V_FWD_LD32
+/* The forward's 32-element load (vec.h): vf_ldp's order unless the layer has its own. */
+MF_INLINE void vf_ld32f(mf_dt dt, const void *p, size_t j, mf_vf v[2]) {
+    v[0] = vf_ldp(dt, p, j), v[1] = vf_ldp(dt, p, j + 16);
+}
+#endif
+
+/* nv mf_vf (2 per 32-element group, vf_ld32f's order) of the fp32 order at element j. */
 MF_INLINE void f32_block(mf_dt dt, const mf_fwd_row *t, const float *s32, size_t j, int nt, const int nv) {
     const size_t es = dt == MF_F32 ? 4 : 2;
     for (int q = 0; q < t->nnext; q++)
         for (size_t o = 0; o < 16 * (size_t)nv * es; o += 64) v_prefetch((const char *)t->next[q] + j * es + o);
-    mf_vf a[4];
+    mf_vf a[4], w[4], u[4];
     int have = 0;
     MF_F_UNROLL for (int v = 0; v < nv; v++) a[v] = vf_zero();
     if (t->x1) {
-        MF_F_UNROLL for (int v = 0; v < nv; v++) {
-            a[v] = vf_ldp(dt, t->x1, j + 16 * v);
-            if (t->x2) a[v] = vf_add(a[v], vf_ldp(dt, t->x2, j + 16 * v));
+        MF_F_UNROLL for (int g = 0; g < nv / 2; g++) vf_ld32f(dt, t->x1, j + 32 * g, a + 2 * g);
+        if (t->x2) {
+            MF_F_UNROLL for (int g = 0; g < nv / 2; g++) vf_ld32f(dt, t->x2, j + 32 * g, u + 2 * g);
+            MF_F_UNROLL for (int v = 0; v < nv; v++) a[v] = vf_add(a[v], u[v]);
         }
         have = 1;
     }
@@ -100,18 +108,13 @@ MF_INLINE void f32_block(mf_dt dt, const mf_fwd_row *t, const float *s32, size_t
         const void *first = x ? x : b;
         if (!first) continue;
         const mf_vf s = vf_set1(s32[q]);
+        MF_F_UNROLL for (int g = 0; g < nv / 2; g++) vf_ld32f(dt, first, j + 32 * g, w + 2 * g);
         if (x && b) {
-            if (have)
-                MF_F_UNROLL for (int v = 0; v < nv; v++)
-                    a[v] = vf_fma(a[v], s, vf_add(vf_ldp(dt, x, j + 16 * v), vf_ldp(dt, b, j + 16 * v)));
-            else
-                MF_F_UNROLL for (int v = 0; v < nv; v++)
-                    a[v] = vf_mul(s, vf_add(vf_ldp(dt, x, j + 16 * v), vf_ldp(dt, b, j + 16 * v)));
-        } else if (have) {
-            MF_F_UNROLL for (int v = 0; v < nv; v++) a[v] = vf_fma(a[v], s, vf_ldp(dt, first, j + 16 * v));
-        } else {
-            MF_F_UNROLL for (int v = 0; v < nv; v++) a[v] = vf_mul(s, vf_ldp(dt, first, j + 16 * v));
+            MF_F_UNROLL for (int g = 0; g < nv / 2; g++) vf_ld32f(dt, b, j + 32 * g, u + 2 * g);
+            MF_F_UNROLL for (int v = 0; v < nv; v++) w[v] = vf_add(w[v], u[v]);
         }
+        if (have) MF_F_UNROLL for (int v = 0; v < nv; v++) a[v] = vf_fma(a[v], s, w[v]);
+        else MF_F_UNROLL for (int v = 0; v < nv; v++) a[v] = vf_mul(s, w[v]);
         have = 1;
     }
     const uint32_t hi = mf_fwd_hi_bits(dt);

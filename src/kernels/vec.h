@@ -35,10 +35,15 @@
  *   vf_ldp(dt, p, j)       16 elements widened exactly to fp32 in a layer-chosen
  *                          lane order, the same for every p and j (the forward's
  *                          fp32 blocks, the backward's loads)
+ *   vf_ld32f(dt, p, j, v)  the forward's fp32 blocks: 32 elements widened
+ *                          exactly into v[0], v[1] in a layer-chosen lane
+ *                          order (fbody.h's default: vf_ldp of p[j..j+15],
+ *                          then of p[j+16..]; a layer with its own defines
+ *                          MF_V_FWD_LD32)
  *   vf_stp(dt, p, j, v, nt)
- *                          32 finite fp32 values in vf_ldp's order (v[0] from
- *                          p[j..j+15], v[1] from p[j+16..]) rounded to nearest
- *                          even to dt and stored; nt as vf_st32
+ *                          32 finite fp32 values in vf_ld32f's order rounded
+ *                          to nearest even to dt and stored to p[j..j+31]; nt
+ *                          as vf_st32
  *   vf_st32p(dt, p, j, lo, hi, nt, normal, nonan)
  *                          vf_st32 of values in vf_ldp's order; nonan: the
  *                          caller proved no value is NaN (a hint)

@@ -39,6 +39,12 @@ MF_INLINE int v_bf16_finite32(const void *p, size_t j) {
 }
 #endif
 
+/* The bf16 minima of 32 values at p[j..]: two vm_nzmin16 unless the layer
+ * has a one-pass form (MF_V_NZMIN32). */
+#ifndef MF_V_NZMIN32
+MF_INLINE mf_vm vm_nzmin32(mf_vm m, const void *p, size_t j) { return vm_nzmin16(vm_nzmin16(m, p, j), p, j + 16); }
+#endif
+
 /* Elements per fp32 block of the dot: 16 lanes x 8 terms (the error bound
  * in docs/DESIGN.md needs <= 8 terms per lane with a bias). Callers split
  * rows only at multiples of it (kernels.h MF_DOT_SPLIT). */
@@ -122,12 +128,11 @@ MF_INLINE void k_dot32(mf_dt dt, mf_vf *S, mf_vm *M, mf_vf g0, mf_vf g1, const v
         if (has_x && has_b) f = vf_add(f, vf_ldp(dt, b, o));
         if (dt == MF_F16 && !(has_x && has_b)) *S = vf_madd_exact(*S, f, gv);
         else *S = vf_add(*S, vf_mul(f, gv));
-        if (chk && dt == MF_BF16) {
-            *M = vm_nzmin16(*M, has_x ? x : b, o);
-            if (has_x && has_b) *M = vm_nzmin16(*M, b, o);
-        } else if (chk) {
-            *M = vm_nzmin(*M, f);
-        }
+        if (chk && dt != MF_BF16) *M = vm_nzmin(*M, f);
+    }
+    if (chk && dt == MF_BF16) {
+        *M = vm_nzmin32(*M, has_x ? x : b, j);
+        if (has_x && has_b) *M = vm_nzmin32(*M, b, j);
     }
 }
 
@@ -219,7 +224,7 @@ MF_INLINE void k_body(mf_dt dt, const int Q, const int shared_g, const int has_o
                 if (MF_V_NAN_HINT && has_out && dt == MF_BF16) gfin = v_bf16_finite32(g[0], j);
                 g0 = vf_ldp(dt, g[0], j), g1 = vf_ldp(dt, g[0], j + 16);
                 if (f64) MF_UNROLL_4 for (int v = 0; v < 4; v++) gd[v] = vd_ld(dt, g[0], j + 8 * (size_t)v);
-                if (chk && dt == MF_BF16) MG[0] = vm_nzmin16(vm_nzmin16(MG[0], g[0], j), g[0], j + 16);
+                if (chk && dt == MF_BF16) MG[0] = vm_nzmin32(MG[0], g[0], j);
                 else if (chk) MG[0] = vm_nzmin(vm_nzmin(MG[0], g0), g1);
 #if MF_V_NORMAL_HINT
                 if (has_out && dt == MF_BF16) normal = !vf_abs_below(g0, g1, bound[0]);
@@ -230,7 +235,7 @@ MF_INLINE void k_body(mf_dt dt, const int Q, const int shared_g, const int has_o
                     g0 = vf_ldp(dt, g[i], j), g1 = vf_ldp(dt, g[i], j + 16);
                     if (MF_V_NAN_HINT && has_out && dt == MF_BF16) gfin = v_bf16_finite32(g[i], j);
                     if (f64) MF_UNROLL_4 for (int v = 0; v < 4; v++) gd[v] = vd_ld(dt, g[i], j + 8 * (size_t)v);
-                    if (chk && dt == MF_BF16) MG[i] = vm_nzmin16(vm_nzmin16(MG[i], g[i], j), g[i], j + 16);
+                    if (chk && dt == MF_BF16) MG[i] = vm_nzmin32(MG[i], g[i], j);
                     else if (chk) MG[i] = vm_nzmin(vm_nzmin(MG[i], g0), g1);
 #if MF_V_NORMAL_HINT
                     if (has_out && dt == MF_BF16) normal = !vf_abs_below(g0, g1, bound[i]);

@@ -68,8 +68,16 @@ MF_INLINE mf_vm vm_nzmin16(mf_vm m, const void *p, size_t j) {
     h = _mm256_sub_epi16(_mm256_and_si256(h, _mm256_set1_epi16(0x7FFF)), _mm256_set1_epi16(1));
     return _mm512_inserti64x4(m, _mm256_min_epu16(_mm512_castsi512_si256(m), h), 0);
 }
+/* 32 at once over the whole register (vm_init's all-ones upper half is the
+ * largest value, so vm_nzmin16's lanes and these fold together). */
+#define MF_V_NZMIN32 1
+MF_INLINE mf_vm vm_nzmin32(mf_vm m, const void *p, size_t j) {
+    __m512i h = _mm512_loadu_si512((const uint16_t *)p + j);
+    h = _mm512_sub_epi16(_mm512_and_si512(h, _mm512_set1_epi16(0x7FFF)), _mm512_set1_epi16(1));
+    return _mm512_min_epu16(m, h);
+}
 MF_INLINE uint32_t vm_hmin16(mf_vm m) {
-    __m256i l = _mm512_castsi512_si256(m);
+    __m256i l = _mm256_min_epu16(_mm512_castsi512_si256(m), _mm512_extracti64x4_epi64(m, 1));
     __m128i h = _mm_min_epu16(_mm256_castsi256_si128(l), _mm256_extracti128_si256(l, 1));
     return (uint32_t)_mm_cvtsi128_si32(_mm_minpos_epu16(h)) & 0xFFFFu;
 }

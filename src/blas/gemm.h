@@ -21,9 +21,11 @@ void mf_sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t rsa, int6
  * fp32 or (bf16) bf16 bit patterns, in the layouts above (row- or column-major, the
  * leading dimension at least the other dim). False when it did not run (no usable
  * oneDNN on this CPU and kernel path, or a layout it has no fast kernel for): the
- * caller uses mf_sgemm instead. bf16 runs on VDPBF16PS, which flushes subnormal
- * inputs and results: callers keep bf16 inputs of magnitude < 2^-63 away. */
+ * caller uses mf_sgemm instead. bf16 runs on VDPBF16PS (or AMX tiles, where oneDNN
+ * may use them: mf_dnnl_amx), both of which flush subnormal inputs and results:
+ * callers keep bf16 inputs of magnitude < 2^-63 away. */
 bool mf_dnnl_ready(bool bf16);
+bool mf_dnnl_amx(void);
 bool mf_dnnl_layout_ok(int64_t rows, int64_t cols, int64_t rs, int64_t cs);
 bool mf_dnnl_gemm(bool bf16, int64_t M, int64_t N, int64_t K, const void *A, int64_t rsa, int64_t csa, const void *B,
                   int64_t rsb, int64_t csb, float beta, float *C, int64_t ldc);

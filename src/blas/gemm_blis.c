@@ -30,7 +30,8 @@ static pthread_once_t g_name_once = PTHREAD_ONCE_INIT;
 static void name_init(void) {
     const char *v = bli_info_get_version_str();
     snprintf(g_name, sizeof g_name, "BLIS %s (%s kernels)%s", v ? v : "?", bli_arch_string(bli_arch_query_id()),
-             mf_dnnl_ready(true)    ? "; fp32 and bf16: oneDNN matmul (libdnnl.so.2), bf16 on VDPBF16PS"
+             mf_dnnl_amx()          ? "; fp32 and bf16: oneDNN matmul (libdnnl.so.2), bf16 on AMX tiles and VDPBF16PS"
+             : mf_dnnl_ready(true)  ? "; fp32 and bf16: oneDNN matmul (libdnnl.so.2), bf16 on VDPBF16PS"
              : mf_dnnl_ready(false) ? "; fp32: oneDNN matmul (libdnnl.so.2)"
                                     : "");
 }

@@ -76,7 +76,7 @@ static int (*p_omp_get_max_threads)(void);
 static void (*p_omp_set_num_threads)(int);
 
 static dnnl_engine_t g_engine;
-static bool g_ready, g_bf16;
+static bool g_ready, g_bf16, g_amx;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static void load(void) {
@@ -122,6 +122,12 @@ static void load(void) {
     }
     g_ready = true;
     g_bf16 = (mf_cpu_features() & MF_CPU_AVX512BF16) != 0; /* else oneDNN would emulate bf16 */
+    /* Where oneDNN may use AMX, its bf16 kernels run on the tiles (measured on
+     * a Xeon: one 512x2048x2816 bf16 GEMM 468 GFLOP/s, 147 with
+     * DNNL_MAX_CPU_ISA=AVX512_CORE_BF16); only the name says so */
+    dnnl_cpu_isa_t (*isa)(void) = NULL;
+    *(void **)&isa = dlsym(h, "dnnl_get_effective_cpu_isa");
+    g_amx = isa && (isa() & dnnl_cpu_isa_avx512_core_amx) == dnnl_cpu_isa_avx512_core_amx;
 }
 
 /* A primitive per dtype and layout: a_cm / b_cm column-major, leading dimensions, accumulate. */
@@ -202,6 +208,11 @@ bool mf_dnnl_ready(bool bf16) {
     return g_ready && (!bf16 || g_bf16);
 }
 
+bool mf_dnnl_amx(void) {
+    pthread_once(&g_once, load);
+    return g_ready && g_bf16 && g_amx;
+}
+
 /* Row-major (cs 1, rs >= cols) or column-major (rs 1, cs >= rows), in int range. */
 static bool layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, int *cm, int64_t *ld) {
     if (rs > INT32_MAX || cs > INT32_MAX) return false;
@@ -257,6 +268,7 @@ bool mf_dnnl_ready(bool bf16) {
     (void)bf16;
     return false;
 }
+bool mf_dnnl_amx(void) { return false; }
 bool mf_dnnl_layout_ok(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
     (void)rows, (void)cols, (void)rs, (void)cs;
     return false;

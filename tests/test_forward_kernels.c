@@ -195,8 +195,11 @@ static int check_fp32(const mf_fwd_kernels *fk) {
         const double keep = odd >= 0 ? t.s[odd] : 0.0;
         if (odd >= 0) t.s[odd] = 1 + 0x1p-24;
         const fr_row row = {dt, t.x1, t.x2, (int)K, t.x, t.b, t.s};
-        /* (a) one FINAL call on [j0, j0 + n): groups start at j0; nothing outside written */
+        /* (a) one FINAL call on [j0, j0 + n): groups start at j0; nothing outside written;
+         * an in-row prefetch distance (a hint: no bit may change) */
         const int64_t j0 = tu_int(0, H - 1), n = tu_int(1, H - j0);
+        const size_t aheads[] = {0, 64, 256};
+        t.ahead = aheads[tu_int(0, 2)];
         t.out = o;
         memset(o, 0xA7, H * es);
         memset(w, 0xA7, H * es);

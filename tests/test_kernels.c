@@ -266,6 +266,11 @@ static void check_select(void) {
     if (mf_isa_select("avx2", 0, err, sizeof err) != NULL || !strstr(err, "avx2")) FAIL("avx2 not refused");
     if (mf_isa_select("neon", ~0u, err, sizeof err) != NULL) FAIL("neon accepted on x86");
 #endif
+    /* the per-CPU tuning table: its one entry, and only for the CPUs it names */
+    if (mf_tune_fwd_prefetch("GenuineIntel", MF_CPU_AVX2 | MF_CPU_AVX512) != 256) FAIL("Intel AVX-512 prefetch entry");
+    if (mf_tune_fwd_prefetch("GenuineIntel", MF_CPU_AVX2) != 0) FAIL("Intel without AVX-512 got a prefetch distance");
+    if (mf_tune_fwd_prefetch("AuthenticAMD", ~0u) != 0) FAIL("AMD got Intel's prefetch distance");
+    if (mf_tune_fwd_prefetch("", ~0u) != 0) FAIL("no vendor got a prefetch distance");
 #ifdef MOEFR_NEON_KERNELS
     if (mf_isa_select("", MF_CPU_NEON, err, sizeof err) != &mf_ukernels_neon) FAIL("best of neon");
     if (mf_isa_select("neon", MF_CPU_NEON | MF_CPU_NEON_BF16, err, sizeof err) != &mf_ukernels_neon)

@@ -22,4 +22,16 @@ unsigned mf_cpu_features(void);
  * on a CPU with `features`; NULL with a message in err when refused. */
 const mf_ukernels *mf_isa_select(const char *request, unsigned features, char *err, size_t errlen);
 
+/* Per-CPU tuning: a small table of facts measured on one kind of CPU and
+ * applied to it alone (as oneDNN and OpenBLAS choose per microarchitecture);
+ * docs/DESIGN.md lists the entries with their measurements. None changes a
+ * bit of any result.
+ *
+ * The forward's in-row prefetch distance (mf_fwd_row.ahead), in bytes, for
+ * rows longer than a page: the table's entry for this CPU (vendor is CPUID's
+ * 12-byte string, "" where there is none), then MOEFR_FWD_PREFETCH=<bytes>,
+ * 0 to 4096, if set (anything else is ignored with a warning). */
+size_t mf_tune_fwd_prefetch(const char *vendor, unsigned features);
+size_t mf_cpu_fwd_prefetch_ahead(void);
+
 #endif /* MOEFR_CPU_CPU_H_ */

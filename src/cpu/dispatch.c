@@ -1,6 +1,7 @@
 /* dispatch.c - picks the kernel table once per process from CPUID/XGETBV
  * (x86-64) or getauxval(AT_HWCAP/AT_HWCAP2) (AArch64) and MOEFR_ISA. A forced path the CPU cannot run is refused, never emulated. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
@@ -141,4 +142,54 @@ int mf_isa_check(const char *op) {
 const char *moefrIsa(void) {
     pthread_once(&g_once, choose);
     return g_refused[0] ? "refused" : g_table->isa;
+}
+
+/* ---- per-CPU tuning (cpu.h) ----
+ * Each entry: a vendor, the features it needs, the value, and where it was
+ * measured. A CPU no entry names keeps the default (0: what every CPU ran
+ * before the entry). */
+static const struct tune_entry {
+    const char *vendor;
+    unsigned needs;
+    size_t fwd_prefetch;
+} g_tune[] = {
+    /* Xeon under KVM (family 6 model 167 as reported, AVX-512 BF16/FP16,
+     * AMX), Dec 4, docs/BENCHMARKS.md: 256 bytes ahead took the forward from
+     * 0.52 to 0.58-0.59 of the copy at 8192,8,4096 bf16, 0.61 to 0.63-0.65
+     * fp32, 0.54-0.55 to 0.62-0.64 at 4096,8,7168 bf16, with either kernel
+     * path; 128 and 512 less, 2048 slower than none. */
+    {"GenuineIntel", MF_CPU_AVX512, 256},
+};
+
+size_t mf_tune_fwd_prefetch(const char *vendor, unsigned features) {
+    for (size_t i = 0; i < sizeof g_tune / sizeof g_tune[0]; i++)
+        if (strcmp(vendor, g_tune[i].vendor) == 0 && (features & g_tune[i].needs) == g_tune[i].needs)
+            return g_tune[i].fwd_prefetch;
+    return 0;
+}
+
+static void cpu_vendor(char v[13]) {
+    memset(v, 0, 13);
+#ifdef MF_X86
+    unsigned a, b, c, d;
+    if (__get_cpuid(0, &a, &b, &c, &d)) memcpy(v, &b, 4), memcpy(v + 4, &d, 4), memcpy(v + 8, &c, 4);
+#endif
+}
+
+size_t mf_cpu_fwd_prefetch_ahead(void) {
+    static _Atomic long cached = -1; /* racing first calls compute the same value */
+    long t = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (t >= 0) return (size_t)t;
+    char vendor[13];
+    cpu_vendor(vendor);
+    t = (long)mf_tune_fwd_prefetch(vendor, mf_cpu_features());
+    const char *env = getenv("MOEFR_FWD_PREFETCH");
+    if (env && *env) {
+        char *end = NULL;
+        const long v = strtol(env, &end, 10);
+        if (*end == '\0' && v >= 0 && v <= 4096) t = v;
+        else mf_log(MF_LOG_WARN, "MOEFR_FWD_PREFETCH=%.32s is not a byte count from 0 to 4096: ignored", env);
+    }
+    atomic_store_explicit(&cached, t, memory_order_relaxed);
+    return (size_t)t;
 }

@@ -87,11 +87,17 @@ MF_INLINE void vf_ld32f(mf_dt dt, const void *p, size_t j, mf_vf v[2]) {
 }
 #endif
 
-/* nv mf_vf (2 per 32-element group, vf_ld32f's order) of the fp32 order at element j. */
-MF_INLINE void f32_block(mf_dt dt, const mf_fwd_row *t, const float *s32, size_t j, int nt, const int nv) {
+/* nv mf_vf (2 per 32-element group, vf_ld32f's order) of the fp32 order at
+ * element j of a call ending at element end. */
+MF_INLINE void f32_block(mf_dt dt, const mf_fwd_row *t, const float *s32, size_t j, size_t end, int nt, const int nv) {
     const size_t es = dt == MF_F32 ? 4 : 2;
     for (int q = 0; q < t->nnext; q++)
         for (size_t o = 0; o < 16 * (size_t)nv * es; o += 64) v_prefetch((const char *)t->next[q] + j * es + o);
+    /* this token's own rows, t->ahead bytes on, while that stays in [j0, end) */
+    if (t->ahead && (j + 16 * (size_t)nv) * es + t->ahead <= end * es)
+        for (int q = 0; q < t->nk; q++)
+            for (size_t o = 0; t->x[q] && o < 16 * (size_t)nv * es; o += 64)
+                v_prefetch((const char *)t->x[q] + j * es + t->ahead + o);
     mf_vf a[4], w[4], u[4];
     int have = 0;
     MF_F_UNROLL for (int v = 0; v < nv; v++) a[v] = vf_zero();
@@ -141,9 +147,9 @@ MF_INLINE int f_row(mf_dt dt, const mf_fwd_row *t, size_t j0, size_t n, double *
          * 0.42-0.67 of memcpy on Zen 4, blocks of 32 at 0.79-0.87 (issue 24,
          * docs/BENCHMARKS.md). The groups, and so the bits, are the same. */
         if (dt != MF_F32)
-            for (; i + 64 <= n; i += 64) f32_block(dt, t, s32, j0 + i, nt, 4);
+            for (; i + 64 <= n; i += 64) f32_block(dt, t, s32, j0 + i, j0 + n, nt, 4);
 #endif
-        for (; i + 32 <= n; i += 32) f32_block(dt, t, s32, j0 + i, nt, 2);
+        for (; i + 32 <= n; i += 32) f32_block(dt, t, s32, j0 + i, j0 + n, nt, 2);
         if (i < n) mf_fwd_group32_ref(dt, t, s32, j0, i, n);
         return 1;
     }

@@ -33,6 +33,10 @@ typedef struct mf_fwd_row {
      * K random rows is in flight a whole token ahead. Hints only. */
     int nnext;
     const void *next[MF_FWD_KMAX + 2];
+    /* Bytes ahead in the slots' own x rows for the fp32 order's blocks to
+     * prefetch as they go, never past the call's last element; 0: none. A
+     * measured per-CPU fact (mf_cpu_fwd_prefetch_ahead). Hints only. */
+    size_t ahead;
 } mf_fwd_row;
 
 enum {

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <unistd.h>
 
+#include "cpu/cpu.h"
 #include "kernels/forward.h"
 #include "ops/forward/forward.h"
 
@@ -30,6 +31,7 @@ typedef struct fwd_ctx {
     char *out;
     int nt;       /* streaming stores for out */
     int prefetch; /* prefetch the next token's rows */
+    size_t ahead; /* or the token's own rows, this many bytes ahead (mf_fwd_row.ahead) */
 } fwd_ctx;
 
 /* Fills slots [k0, k1) of token r into t (slot q = k - k0). */
@@ -70,6 +72,7 @@ static void fwd_tokens(void *vctx, int64_t r0, int64_t r1) {
     const int64_t H = p->H, K = p->K, row_bytes = H * (int64_t)p->es;
     const mf_fwd_row_fn fn = c->fk->row[p->dt];
     mf_fwd_row t;
+    t.ahead = c->ahead;
     for (int64_t r = r0; r < r1; r++) {
         t.x1 = p->has_x1 ? mf_row(&c->x1, r) : NULL;
         t.x2 = p->has_x2 ? mf_row(&c->x2, r) : NULL;
@@ -182,7 +185,11 @@ aclnnStatus mf_fwd_run(const void *vplan, const aclTensor *const *slots, void *w
     c.fk = mf_fwd_kernels_select();
     c.nt = p->R * row_bytes >= mf_nt_threshold();
     /* Gathered rows that will not be in cache anyway: fetch a token ahead. */
-    c.prefetch = row_bytes <= MF_FWD_PREFETCH_ROW_BYTES && p->N * row_bytes >= mf_nt_threshold() / 4;
+    const bool far = p->N * row_bytes >= mf_nt_threshold() / 4;
+    c.prefetch = row_bytes <= MF_FWD_PREFETCH_ROW_BYTES && far;
+    /* Longer rows: on some CPUs prefetching a little ahead in each row pays
+     * (src/cpu/dispatch.c's table; none elsewhere) */
+    c.ahead = row_bytes > MF_FWD_PREFETCH_ROW_BYTES && far ? mf_cpu_fwd_prefetch_ahead() : 0;
     if (p->pack_x) c.x = mf_rows_pack(&c.x, p->H, p->es, ws + p->ws_x);
     if (p->pack_x1) c.x1 = mf_rows_pack(&c.x1, p->H, p->es, ws + p->ws_x1);
     if (p->pack_x2) c.x2 = mf_rows_pack(&c.x2, p->H, p->es, ws + p->ws_x2);

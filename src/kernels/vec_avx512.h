@@ -84,10 +84,15 @@ MF_INLINE uint32_t vm_hmin16(mf_vm m) {
 MF_INLINE uint32_t vm_hmin(mf_vm m) { return (uint32_t)_mm512_reduce_min_epu32(m); }
 
 /* fp32 -> bf16 in integer arithmetic: round to nearest even, NaN -> quiet NaN. */
+/* fp32 bits plus the rounding increment: their high 16 bits are the value
+ * rounded to nearest even as bf16 (not NaN; an overflow gives inf). */
+MF_INLINE __m512i a5_bf16_rne_hi(__m512i u) {
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    return _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), lsb);
+}
 MF_INLINE __m256i a5_bf16_int(__m512 v) {
     __m512i u = _mm512_castps_si512(v);
-    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), lsb), 16);
+    __m512i r = _mm512_srli_epi32(a5_bf16_rne_hi(u), 16);
     __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)),
                                             _mm512_set1_epi32(0x7F800000));
     r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
@@ -156,10 +161,7 @@ MF_INLINE void vf_stp(mf_dt dt, void *p, size_t j, const mf_vf v[2], int nt) {
     /* (the forward table is built in avx512.c alone, without VCVTNEPS2BF16)
      * round to nearest even in each 32-bit lane: the even element's bits
      * shift down, the odd one's stay up */
-    const __m512i one = _mm512_set1_epi32(1), bias = _mm512_set1_epi32(0x7FFF);
-    const __m512i ue = _mm512_castps_si512(v[0]), uo = _mm512_castps_si512(v[1]);
-    const __m512i re = _mm512_add_epi32(_mm512_add_epi32(ue, bias), _mm512_and_si512(_mm512_srli_epi32(ue, 16), one));
-    const __m512i ro = _mm512_add_epi32(_mm512_add_epi32(uo, bias), _mm512_and_si512(_mm512_srli_epi32(uo, 16), one));
+    const __m512i re = a5_bf16_rne_hi(_mm512_castps_si512(v[0])), ro = a5_bf16_rne_hi(_mm512_castps_si512(v[1]));
     const __m512i h = _mm512_or_si512(_mm512_srli_epi32(re, 16),
                                       _mm512_and_si512(ro, _mm512_set1_epi32((int)0xFFFF0000u)));
     a5_st64((uint16_t *)p + j, h, nt);

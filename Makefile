@@ -25,22 +25,44 @@ ifeq ($(shell uname -m),x86_64)
 BUILD_DEPS += libdnnl-dev
 endif
 
+# The PyTorch 2 interpreter of the Python tests: a venv made with the first python3 on PATH (not
+# Debian's, which keeps PyTorch 1.13), holding torch==$(TORCH2) (pinned: an unpinned torch is a
+# multi-GB CUDA build), numpy, and the pip package's build backend. Made once, reused; `make venv`.
+VENV   ?= $(CURDIR)/.venv-torch2
+TORCH2 ?= 2.13.0
+VENV_PY  := $(VENV)/bin/python
+VENV_PKGS := torch==$(TORCH2) numpy scikit-build-core
+PIP_LINKS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels)
+
 EXAMPLE_BUILD := $(BUILD)/example
 # CMake's generated makefiles would otherwise print every directory change.
 MAKEFLAGS += --no-print-directory
 
-.PHONY: all build deps test-deps install example run test test-ctest check clean
+.PHONY: all build deps test-deps install example run test test-ctest check clean venv
 
 all: build
 
 deps:
 	@scripts/deps.sh $(BUILD_DEPS)
 
-test-deps:
+test-deps: venv
 	@scripts/deps.sh $(BUILD_DEPS) $(TEST_DEPS)
 
+venv: $(VENV)/.done-$(TORCH2)
+$(VENV)/.done-$(TORCH2):
+	@scripts/deps.sh python3-venv
+	@echo "venv: $(VENV) with $(VENV_PKGS)"
+	@command -v python3 >/dev/null || { echo "venv: no python3 on PATH" >&2; exit 1; }
+	python3 -m venv $(VENV)
+	$(VENV_PY) -m pip install -q $(PIP_LINKS) $(VENV_PKGS)
+	$(VENV_PY) -c 'import torch, numpy; assert torch.__version__.split("+")[0] == "$(TORCH2)", torch.__version__'
+	@touch $@
+
+# Python tests run on Debian's PyTorch 1.13 and, as <test>@torch2, on the venv's PyTorch 2.
+PY_CMAKE = -DMOEFR_PYTHON_TORCH2=$(if $(wildcard $(VENV)/.done-$(TORCH2)),$(VENV_PY))
+
 build: deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(PY_CMAKE) $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(BUILD) -j$(JOBS)
 
 install: build
@@ -163,7 +185,7 @@ DEBUG_ASAN_BUILD ?= build-debug-asan
 check: test-debug test-debug-asan
 
 test-debug: test-deps
-	cmake -S . -B $(DEBUG_BUILD) -DCMAKE_BUILD_TYPE=Debug -DMOEFR_TEST_DEFAULT_PATH=OFF >/dev/null
+	cmake -S . -B $(DEBUG_BUILD) -DCMAKE_BUILD_TYPE=Debug -DMOEFR_TEST_DEFAULT_PATH=OFF $(PY_CMAKE) >/dev/null
 	cmake --build $(DEBUG_BUILD) -j$(JOBS)
 	cd $(DEBUG_BUILD) && ctest --output-on-failure -j$(JOBS)
 	@echo "make: $@ done at $$(date +%T)"

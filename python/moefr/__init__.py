@@ -8,7 +8,11 @@ from ._ops import moe_finalize_routing_grad
 __all__ = ["moe_finalize_routing", "moe_finalize_routing_grad", "npu_moe_finalize_routing", "MoefrError",
            "library_path", "version", "isa"]
 
-__version__ = "0.1.0"
+try:
+    from ._version import __version__  # written at install time from include/moefr/moefr.h
+except ImportError:  # the source tree
+    from ._paths import source_version as _source_version
+    __version__ = _source_version()
 
 
 def moe_finalize_routing(expanded_x, expanded_row_idx, x1=None, x2=None, bias=None, scales=None,

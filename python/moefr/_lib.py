@@ -40,7 +40,8 @@ def _candidates():
     if env:
         return [env], True
     here = os.path.dirname(os.path.abspath(__file__))
-    out = []
+    # The pip package: moefr/lib/libmoefr.so.N beside this file (pyproject.toml), first.
+    out = sorted(glob.glob(os.path.join(here, "lib", "libmoefr.so*")))
     parent = os.path.dirname(here)
     if os.path.basename(parent) in ("dist-packages", "site-packages"):
         # Installed: <prefix>/lib/python3/dist-packages/moefr -> <prefix>/lib64.

@@ -9,6 +9,8 @@ import unittest
 
 BUILD, WORK = sys.argv[1], sys.argv[2]
 del sys.argv[1:3]
+# one scratch prefix per interpreter: CTest runs this test on Debian's Python and on the PyTorch 2 venv at once
+WORK = os.path.join(WORK, os.path.basename(sys.prefix.rstrip("/")) or "root")
 
 PROBE = r"""
 import os, sys

@@ -47,7 +47,7 @@ __all__ += ["npu_moe_gating_top_k", "npu_moe_gating_top_k_backward"]
 # npu_moe_compute_expert_tokens
 # --------------------------------------------------------------------------------------------
 
-def npu_moe_compute_expert_tokens(sorted_expert_for_source_row, num_expert):
+def _npu_moe_compute_expert_tokens(sorted_expert_for_source_row, num_expert):
     """torch_npu.npu_moe_compute_expert_tokens -> Tensor (num_expert,) of the input's dtype (int32):
     out[e] = number of ids <= e in the sorted ids (aclnnMoeComputeExpertTokens)."""
     _cpu(sorted_expert_for_source_row, "sorted_expert_for_source_row")
@@ -58,8 +58,8 @@ def npu_moe_compute_expert_tokens(sorted_expert_for_source_row, num_expert):
 # npu_moe_finalize_routing
 # --------------------------------------------------------------------------------------------
 
-def npu_moe_finalize_routing(expanded_permuted_rows, skip1, skip2, bias, scales, expanded_src_to_dst_row,
-                             export_for_source_row, drop_pad_mode=0, k=1):
+def _npu_moe_finalize_routing(expanded_permuted_rows, skip1, skip2, bias, scales, expanded_src_to_dst_row,
+                              export_for_source_row, drop_pad_mode=0, k=1):
     """torch_npu.npu_moe_finalize_routing -> Tensor, running aclnnMoeFinalizeRoutingV2 as torch_npu does
     when the CANN it runs on has V2 but not V4. drop_pad_mode None means 0. k is V4's attribute:
     like torch_npu on such a CANN, anything but None/1 is rejected (ValueError). (torch_npu 7.0.0 has no
@@ -79,3 +79,33 @@ def npu_moe_finalize_routing(expanded_permuted_rows, skip1, skip2, bias, scales,
     mode = 0 if drop_pad_mode is None else int(drop_pad_mode)
     return _finalize(expanded_permuted_rows, skip1, skip2, bias, scales, expanded_src_to_dst_row,
                      export_for_source_row, mode)
+
+
+npu_moe_compute_expert_tokens = _npu_moe_compute_expert_tokens
+npu_moe_finalize_routing = _npu_moe_finalize_routing
+
+
+# --------------------------------------------------------------------------------------------
+# PyTorch >= 2.4: every function above is the operator torch.ops.npu.<name> (python/moefr/_torch_ops.py),
+# as torch_npu.npu_X is torch.ops.npu.npu_X in real torch_npu; PyTorch 1.13 keeps the Python functions.
+# --------------------------------------------------------------------------------------------
+
+def _torch_version():
+    parts = []
+    for p in torch.__version__.split("+")[0].split(".")[:2]:
+        digits = "".join(c for c in p if c.isdigit())
+        parts.append(int(digits or 0))
+    return tuple(parts)
+
+
+TORCH_OPS = _torch_version() >= (2, 4)
+if TORCH_OPS:
+    from . import _torch_ops
+    for _qual in _torch_ops.REGISTERED:
+        _ns, _name = _qual.split("::")
+        if _ns == "npu":
+            _base = _name.split(".")[0]
+            globals()[_base] = getattr(torch.ops.npu, _base)
+            if not _base.startswith("_") and _base not in __all__:
+                __all__.append(_base)
+    del _qual, _ns, _name, _base

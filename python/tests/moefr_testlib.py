@@ -159,3 +159,31 @@ def ref_grads64(p, v, g):
 def dot_bound(x_terms, g):
     """sum_j |x_j| |g_j| per row pair, the scale of the spec's gradScales error bound."""
     return np.abs(x_terms) @ np.abs(g)
+
+
+def torch_ops():
+    """True where moefr.torch_npu's functions are torch.ops.npu operators (PyTorch >= 2.4)."""
+    from moefr import torch_npu
+    return torch_npu.TORCH_OPS
+
+
+def not_a_tensor_error():
+    """What passing a non-tensor where a Tensor goes raises: moefr's TypeError (also a ValueError and a
+    RuntimeError) from the Python functions on PyTorch 1.13; on PyTorch >= 2.4 the operator's schema
+    check in the dispatcher, a RuntimeError, as real torch_npu raises."""
+    return RuntimeError if torch_ops() else TypeError
+
+
+def params(fn):
+    """[(name, keyword-only, has default, default)] of a torch_npu function: its Python signature on
+    PyTorch 1.13, its operator's schema (the default overload) on PyTorch >= 2.4."""
+    if torch_ops():
+        out = []
+        for a in fn.default._schema.arguments:
+            d = a.default_value if a.has_default_value() else None
+            out.append((a.name, a.kwarg_only, a.has_default_value(), d))
+        return out
+    import inspect
+    return [(p.name, p.kind == inspect.Parameter.KEYWORD_ONLY, p.default is not inspect.Parameter.empty,
+             None if p.default is inspect.Parameter.empty else p.default)
+            for p in inspect.signature(fn).parameters.values()]

@@ -110,6 +110,8 @@ class GatingTopK(unittest.TestCase):
             self.assertTrue(bool(((y.double() - ry).abs() <= ry.abs() * tol(dt) + 1e-7).all()), (it, p, dt))
             if out_flag:
                 self.assertLessEqual(((out.double() - s).abs() / s.clamp_min(1e-30)).max().item(), 2e-6)
+            elif tl.torch_ops():  # the operator always forms it: the gradient's input (derivatives.yaml)
+                self.assertLessEqual(((out.double() - s).abs() / s.clamp_min(1e-30)).max().item(), 2e-6)
             else:
                 self.assertEqual(out.abs().sum().item(), 0.0)
 

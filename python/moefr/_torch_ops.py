@@ -99,6 +99,8 @@ def _op(lib, ns, schema, cpu, fake, grad=None, composite=False):
     lib.impl(name, kernel, "CPU")
     if defined_here:
         torch.library.register_fake(qual, fake, lib=lib)
+        if grad is None:  # no gradient, as in torch_npu: outputs simply do not require grad
+            lib.impl(name, torch.library.fallthrough_kernel, "Autograd")
     if grad is not None and (defined_here or not _has_autograd(qual)):
         base, _, overload = name.partition(".")
         opo = getattr(getattr(getattr(torch.ops, ns), base), overload or "default")

@@ -15,10 +15,13 @@
 #include "aclnnop/aclnn_moe_gating_top_k_softmax_v2.h"
 #include "moefr/moefr.h"
 /* twice: the include guards hold */
+#include <stdlib.h>
+
 #include "acl/acl.h"
 #include "aclnnop/aclnn_moe_finalize_routing_v2_grad.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "host_api_signatures.h"
@@ -160,6 +163,7 @@ static aclnnStatus (*const p_fws)(const aclTensor *, const aclTensor *, const ac
 static aclnnStatus (*const p_frun)(void *, uint64_t, aclOpExecutor *, aclrtStream) = aclnnMoeFinalizeRoutingV2;
 static const char *(*const p_ver)(void) = moefrVersion;
 static const char *(*const p_isa)(void) = moefrIsa;
+static const char *(*const p_soc)(void) = moefrSoc;
 static int (*const p_nt)(void) = moefrNumThreads;
 /* the first-version routing pair (issue 15) */
 static aclnnStatus (*const p_ir1ws)(const aclTensor *, const aclTensor *, const aclTensor *, int64_t, const aclTensor *,
@@ -192,13 +196,19 @@ int main(void) {
                          (const void *)&p_fhost, (const void *)&p_memcpy, (const void *)&p_memset,
                          (const void *)&p_msg, (const void *)&p_ct, (const void *)&p_dt, (const void *)&p_rep,
                          (const void *)&p_dex, (const void *)&p_gws, (const void *)&p_run, (const void *)&p_fws,
-                         (const void *)&p_frun, (const void *)&p_ver, (const void *)&p_isa, (const void *)&p_nt};
+                         (const void *)&p_frun, (const void *)&p_ver, (const void *)&p_isa, (const void *)&p_nt,
+                         (const void *)&p_soc};
     if (!gating_sigs_ok()) return 1;
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i] == NULL) return 1;
     if (!p_ir1ws || !p_ir1run || !p_fr1ws || !p_fr1run) return 1;
     /* the library behind the headers answers */
     if (p_ver() == NULL || strlen(p_ver()) < 5 || p_nt() < 1 || p_isa() == NULL) return 1;
+    {   /* MOEFR_SOC as the library read it */
+        const char *soc = getenv("MOEFR_SOC");
+        const char *want = soc != NULL && strcmp(soc, "ascend910b") == 0 ? "ascend910b" : "ascend950";
+        if (strcmp(p_soc(), want) != 0) return 1;
+    }
     if (p_set(9) != ACL_ERROR_INVALID_DEVICE || p_msg() == NULL) return 1;
     for (size_t i = 0; i < sizeof g_codes / sizeof g_codes[0]; i++)
         if (g_codes[i].got != g_codes[i].want) {

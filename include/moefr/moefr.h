@@ -20,6 +20,9 @@ ACL_FUNC_VISIBILITY const char *moefrIsa(void);
 /* The BLAS behind GroupedMatmul: library, version and the kernel set it
  * chose for this CPU, e.g. "OpenBLAS 0.3.21 ... (Haswell kernels)". */
 ACL_FUNC_VISIBILITY const char *moefrBlas(void);
+/* The product whose operator rules (dtype tables, tiling checks) are in force, as MOEFR_SOC chose
+ * it when the library first needed it: "ascend950" (the default) or "ascend910b" (Atlas A2/A3). */
+ACL_FUNC_VISIBILITY const char *moefrSoc(void);
 /* Number of threads phase 2 may use (caller included). */
 ACL_FUNC_VISIBILITY int moefrNumThreads(void);
 /* Releases an array returned by aclGetViewShape, aclGetStorageShape or

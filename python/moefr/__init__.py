@@ -6,7 +6,8 @@ from ._lib import MoefrError, library_path
 from ._ops import moe_finalize_routing_grad
 
 __all__ = ["moe_finalize_routing", "moe_finalize_routing_grad", "npu_moe_finalize_routing", "MoefrError",
-           "library_path", "version", "isa"]
+           "library_path", "version", "isa", "soc",
+           "torch_npu_path", "use_torch_npu"]
 
 try:
     from ._version import __version__  # written at install time from include/moefr/moefr.h
@@ -53,8 +54,45 @@ def version():
     return lib.moefrVersion().decode() if hasattr(lib, "moefrVersion") else None
 
 
+def soc():
+    """The product whose operator rules the loaded libmoefr applies: "ascend950" or "ascend910b" (Atlas
+    A2/A3), as MOEFR_SOC chose it when the library first needed it (read once per process)."""
+    from ._lib import library
+    lib = library()
+    return lib.moefrSoc().decode() if hasattr(lib, "moefrSoc") else None
+
+
 def isa():
     """Kernel path the loaded libmoefr uses ("scalar", "avx2", "avx512", ...)."""
     from ._lib import library
     lib = library()
     return lib.moefrIsa().decode() if hasattr(lib, "moefrIsa") else None
+
+
+def torch_npu_path():
+    """The directory holding moefr's opt-in CPU torch_npu package (also `python -m moefr
+    --torch-npu-path`): put it on PYTHONPATH, or call use_torch_npu()."""
+    from ._paths import torch_npu_dir
+    return torch_npu_dir()
+
+
+def use_torch_npu():
+    """Makes `import torch_npu` give moefr's CPU torch_npu in this process (for test suites and
+    notebooks; a program can instead run with PYTHONPATH=$(python -m moefr --torch-npu-path)), and
+    returns that module. Raises ImportError where Ascend's own torch_npu is installed."""
+    import importlib
+    import sys
+    path = torch_npu_path()
+    if path not in sys.path:
+        sys.path.insert(0, path)
+    return importlib.import_module("torch_npu")
+
+
+def register_cpu_kernels():
+    """On a machine with Ascend's torch_npu: imports it (it defines the torch.ops.npu operators), then
+    gives every operator moefr provides whose installed schema is moefr's a CPU kernel (and moefr's
+    autograd where torch_npu registered none), so the same code gets numbers for CPU tensors.
+    Returns (operators given a CPU kernel, {operator: why it was left alone})."""
+    import torch_npu  # noqa: F401  (Ascend's: its library defines the npu namespace first)
+    from . import _torch_ops
+    return list(_torch_ops.REGISTERED), dict(_torch_ops.SKIPPED)

@@ -108,7 +108,7 @@ def _declare(lib):
             [vp] * 7 + [i64, vp, ctypes.POINTER(u64), ctypes.POINTER(vp)])
         lib.aclnnMoeFinalizeRoutingV2.restype = i32
         lib.aclnnMoeFinalizeRoutingV2.argtypes = [vp, u64, vp, vp]
-    for name in ("moefrVersion", "moefrIsa", "moefrBlas"):
+    for name in ("moefrVersion", "moefrIsa", "moefrBlas", "moefrSoc"):
         if hasattr(lib, name):
             getattr(lib, name).restype = ctypes.c_char_p
             getattr(lib, name).argtypes = []

@@ -136,7 +136,11 @@ class TorchNpu(unittest.TestCase):
         self.assertFalse(npu.is_available())
         self.assertEqual(npu.device_count(), 1)
         self.assertTrue(npu.is_initialized())
-        self.assertEqual(npu.get_device_name(), "moefr-cpu")
+        # this process set no MOEFR_SOC: the package emulates Atlas A2 (the product the MoE code targets)
+        import moefr
+        if os.environ.get("MOEFR_SOC") is None:
+            self.assertEqual(moefr.soc(), "ascend910b")
+        self.assertEqual(npu.get_device_name(), {"ascend910b": "Ascend910B2", "ascend950": "Ascend950PR"}[moefr.soc()])
         self.assertEqual(npu.current_device(), 0)
         try:
             npu.set_device(1)  # a rank's own index in a CPU expert-parallel run
@@ -267,6 +271,115 @@ class TorchNpu(unittest.TestCase):
         self.assertIs(torch_npu.npu_format_cast_(x, 2), x)
         with self.assertRaises(TypeError):
             torch_npu.npu_format_cast([1.0], 2)
+
+
+SHIM = os.path.normpath(os.path.join(tl.HERE, "..", "torch_npu_shim"))
+SRC_PY = os.path.normpath(os.path.join(tl.HERE, ".."))
+
+
+def run_py(code, env=None, path=None):
+    """code in a fresh interpreter (this one) with the shim and the source-tree moefr on sys.path."""
+    import subprocess
+    e = dict(os.environ)
+    e.update(env or {})
+    e["PYTHONPATH"] = os.pathsep.join(path if path is not None else [SHIM, SRC_PY])
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e)
+
+
+class WhatMoeCodeReads(unittest.TestCase):
+    def test_device_name_follows_soc(self):
+        for soc, name in (("ascend910b", "Ascend910B2"), ("ascend950", "Ascend950PR"), ("", "Ascend950PR")):
+            r = run_py("import torch, torch_npu, moefr; print(torch.npu.get_device_name(), moefr.soc())",
+                       {"MOEFR_SOC": soc})
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.stdout.split(), [name, "ascend910b" if soc == "ascend910b" else "ascend950"])
+
+    def test_misc(self):
+        self.assertTrue(torch.npu.is_bf16_supported())
+        self.assertIsNone(torch.npu.set_compile_mode(jit_compile=False))
+        with torch.npu.amp.autocast(dtype=torch.bfloat16):
+            y = torch.randn(3, 4) @ torch.randn(4, 2)
+        self.assertEqual(y.dtype, torch.bfloat16)
+        with torch.npu.amp.autocast(enabled=False, dtype=torch.bfloat16):
+            self.assertEqual((torch.randn(3, 4) @ torch.randn(4, 2)).dtype, torch.float32)
+        import torch.npu.amp as amp  # noqa: F401  (the import form works too)
+        for name in ("memory_allocated", "max_memory_allocated", "NPUGraph", "graph", "get_device_properties"):
+            with self.assertRaises(Err):
+                getattr(torch.npu, name)
+        with self.assertRaises(Err):
+            torch.npu.amp.GradScaler
+
+    def test_integer_devices_are_the_cpu(self):
+        """vllm-ascend: torch.tensor(..., device=torch.npu.current_device())."""
+        d = torch.npu.current_device()
+        self.assertEqual(torch.tensor([1, 2], device=d).device.type, "cpu")
+        self.assertEqual(torch.zeros(2, device=0).device.type, "cpu")
+        self.assertEqual(torch.arange(3, device=0).tolist(), [0, 1, 2])
+        x = torch.ones(2)
+        self.assertEqual(x.to(0).device.type, "cpu")
+        self.assertEqual(x.to(0, torch.float16).dtype, torch.float16)
+        self.assertEqual(x.new_zeros(3, device=0).device.type, "cpu")
+        self.assertEqual(torch.nn.Linear(2, 2).to(0).weight.device.type, "cpu")
+        self.assertEqual(x.to(torch.float64).dtype, torch.float64)  # a dtype stays a dtype
+
+    def test_npu_strings_opt_in(self):
+        code = ("import torch, torch_npu\n"
+                "print(torch.zeros(2, device='npu').device, torch.ones(1, device='npu:0').device,"
+                " torch.ones(1).to('npu').device)\n"
+                "ok = torch.npu.map_npu_to_cpu()\n"
+                "print(torch.empty(1, device=torch.device('npu')).device if ok else 'cpu')\n")
+        r = run_py(code, {"MOEFR_NPU_DEVICE": "cpu"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.split(), ["cpu"] * 4)
+        r = run_py("import torch, torch_npu; torch.zeros(1, device='npu')", {"MOEFR_NPU_DEVICE": ""})
+        self.assertNotEqual(r.returncode, 0)  # not switched on: PyTorch's own refusal
+
+
+class RealTorchNpu(unittest.TestCase):
+    def fake_install(self, body):
+        """A directory holding a stand-in for Ascend's torch_npu (a top-level package)."""
+        import tempfile
+        d = tempfile.mkdtemp(prefix="real_torch_npu_")
+        os.makedirs(os.path.join(d, "torch_npu"))
+        with open(os.path.join(d, "torch_npu", "__init__.py"), "w") as f:
+            f.write(body)
+        return d
+
+    def test_shim_refuses(self):
+        real = self.fake_install("REAL = True\n")
+        r = run_py("import torch_npu", path=[SHIM, SRC_PY, real])
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("Ascend's torch_npu is installed", r.stderr)
+        self.assertIn(real, r.stderr)
+        r = run_py("import moefr; moefr.use_torch_npu()", path=[SRC_PY, real])
+        self.assertIn("refuses to load", r.stderr)
+
+    @unittest.skipUnless(tl.torch_ops(), "PyTorch >= 2.4: torch.ops.npu")
+    def test_cpu_kernels_for_the_installed_operators(self):
+        """Where Ascend's torch_npu defines the operators (here a stand-in defining two with op-plugin's
+        schema and one with another), moefr adds CPU kernels to those whose schema it shares."""
+        real = self.fake_install(
+            "import torch\n"
+            "_lib = torch.library.Library('npu', 'DEF')\n"
+            "_lib.define('npu_swiglu(Tensor self, int dim=-1) -> Tensor')\n"
+            "_lib.define('npu_swiglu_backward(Tensor grad_output, Tensor self, int dim=-1) -> Tensor')\n"
+            "_lib.define('npu_moe_compute_expert_tokens(Tensor sorted_experts, int num_experts=1) -> Tensor')\n")
+        code = ("import torch, moefr\n"
+                "done, skipped = moefr.register_cpu_kernels()\n"
+                "x = torch.randn(3, 8, requires_grad=True)\n"
+                "y = torch.ops.npu.npu_swiglu(x)\n"
+                "a, b = x.detach().double().chunk(2, -1)\n"
+                "want = torch.nn.functional.silu(a) * b\n"
+                "assert (y.double() - want).abs().max() < 1e-6, 'values'\n"
+                "y.sum().backward()\n"
+                "assert x.grad is not None\n"
+                "print(sorted(skipped))\n"
+                "print('npu::npu_swiglu' in done, 'npu::npu_moe_init_routing_v2' in done)\n")
+        r = run_py(code, path=[SRC_PY, real])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.strip().splitlines()
+        self.assertEqual(lines[0], "['npu::npu_moe_compute_expert_tokens']")
+        self.assertEqual(lines[1], "True True")
 
 
 if __name__ == "__main__":

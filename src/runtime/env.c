@@ -19,6 +19,8 @@ bool mf_soc_strict(void) {
     return g_strict;
 }
 
+const char *moefrSoc(void) { return mf_soc_strict() ? "ascend910b" : "ascend950"; }
+
 static bool g_index_strict;
 static pthread_once_t g_istrict_once = PTHREAD_ONCE_INIT;
 

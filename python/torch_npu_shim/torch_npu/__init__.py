@@ -16,7 +16,41 @@ import os as _os
 import sys as _sys
 import types as _types
 
-import torch as _torch
+
+def _real_torch_npu():
+    """Where Ascend's own torch_npu is installed, if it is: its distribution's metadata, or another
+    top-level torch_npu package on sys.path. None when there is none."""
+    import importlib.machinery
+    import importlib.metadata
+    try:
+        dist = importlib.metadata.distribution("torch_npu")
+        return "the torch_npu distribution %s in %s" % (dist.version, dist.locate_file(""))
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    here = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+    others = [p for p in _sys.path if _os.path.abspath(p or ".") != here]
+    spec = importlib.machinery.PathFinder.find_spec("torch_npu", others)
+    if spec is not None and spec.origin != _os.path.abspath(__file__):
+        return "%s" % (spec.origin or spec.submodule_search_locations)
+    return None
+
+
+if _os.environ.get("MOEFR_TORCH_NPU_SHADOW") != "1":  # an escape hatch for moefr's own tests
+    _where = _real_torch_npu()
+    if _where is not None:
+        raise ImportError(
+            "moefr's CPU torch_npu refuses to load: Ascend's torch_npu is installed (%s). On an Ascend host "
+            "use it (moefr.register_cpu_kernels() gives its MoE operators moefr's CPU kernels for CPU "
+            "tensors) and take moefr's torch_npu directory off PYTHONPATH." % _where)
+
+# The product emulated: Atlas A2/A3 (MOEFR_SOC=ascend910b) unless MOEFR_SOC says otherwise. The MoE code
+# this package serves (vllm-ascend, MindSpeed, cann-recipes-infer, LLaMA-Factory, torchtitan-npu) is
+# written for A2/A3, op-plugin's MoE tests run there, and Ascend 950's tables refuse its fp32
+# GroupedMatmul. The library reads MOEFR_SOC once, on first use; torch.npu.get_device_name() reports
+# what it actually applies (moefr.soc()).
+_os.environ.setdefault("MOEFR_SOC", "ascend910b")
+
+import torch as _torch  # noqa: E402
 
 try:
     from moefr import torch_npu as _impl

@@ -23,9 +23,11 @@ Provided:
                             a record, as on the NPU), query() True, synchronize(), wait(stream=None)
 Anything else (memory statistics, graphs, amp, properties, ...) raises MoefrNotProvidedError."""
 
+import os
 import sys
 import threading
 import time
+import types
 
 import torch
 
@@ -33,6 +35,7 @@ from .._not_provided import MoefrNotProvidedError
 
 __all__ = ["is_available", "device_count", "current_device", "set_device", "device", "synchronize",
            "is_initialized", "init", "empty_cache", "get_device_name", "manual_seed", "manual_seed_all",
+           "is_bf16_supported", "set_compile_mode", "is_jit_compile_false", "amp", "map_npu_to_cpu",
            "Stream", "Event", "current_stream", "default_stream", "set_stream", "stream", "StreamContext"]
 
 _tls = threading.local()
@@ -109,9 +112,50 @@ def empty_cache():
     pass
 
 
+# What MoE code reads of the device, by the product moefr's library applies (moefr.soc()): the names
+# Ascend's runtime gives (client code matches "Ascend910B...", "Ascend910_93", "Ascend950...").
+_DEVICE_NAMES = {"ascend910b": "Ascend910B2", "ascend950": "Ascend950PR"}
+
+
 def get_device_name(device=None):
+    """The emulated NPU's name: "Ascend910B2" (Atlas A2, MOEFR_SOC=ascend910b, this package's default)
+    or "Ascend950PR" (MOEFR_SOC unset before moefr's library was first used elsewhere, or set to
+    anything else): the product whose operator rules moefr applies."""
     _device_index(device)
-    return "moefr-cpu"
+    import moefr
+    return _DEVICE_NAMES.get(moefr.soc(), "Ascend950PR")
+
+
+def is_bf16_supported(including_emulation=True):
+    """True: every moefr operator that takes bf16 on the emulated product takes it on the CPU."""
+    return True
+
+
+def set_compile_mode(jit_compile=False):
+    """A no-op: there is no NPU graph compiler on the CPU (torch_npu's switch between its online
+    compilation and binary kernels)."""
+    bool(jit_compile)
+
+
+def is_jit_compile_false():
+    return True
+
+
+class _Amp(types.ModuleType):
+    """torch.npu.amp: autocast is CPU autocast (torch.autocast("cpu", ...)) with torch_npu's arguments
+    and its default dtype, float16 (PyTorch 1.13's CPU autocast takes bfloat16 only: it disables itself
+    with a warning for float16, as PyTorch does). Anything else (GradScaler, ...) is not provided."""
+
+    def autocast(self, enabled=True, dtype=torch.float16, cache_enabled=True):
+        return torch.autocast("cpu", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise MoefrNotProvidedError("torch.npu.amp." + name)
+
+
+amp = _Amp("torch.npu.amp")
 
 
 def manual_seed(seed):
@@ -282,5 +326,12 @@ def _module_npu(self, device=None):
 
 torch.npu = sys.modules[__name__]
 sys.modules["torch.npu"] = sys.modules[__name__]
+sys.modules["torch.npu.amp"] = amp
+
+from . import _devices  # noqa: E402
+map_npu_to_cpu = _devices.map_npu_to_cpu
+_devices.install()  # integer devices are the emulated NPU, the CPU
+if os.environ.get("MOEFR_NPU_DEVICE") == "cpu":
+    map_npu_to_cpu()
 torch.Tensor.npu = _tensor_npu
 torch.nn.Module.npu = _module_npu

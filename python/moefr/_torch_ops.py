@@ -93,6 +93,8 @@ def _op(lib, ns, schema, cpu, fake, grad=None, composite=False):
         return
 
     def kernel(*args, **kwargs):
+        if not torch.is_grad_enabled():
+            return cpu(*args, **kwargs)
         with torch.no_grad():
             return cpu(*args, **kwargs)
     kernel.__name__ = name.replace(".", "_") + "_cpu"
@@ -108,11 +110,11 @@ def _op(lib, ns, schema, cpu, fake, grad=None, composite=False):
     if grad is not None and (defined_here or not _has_autograd(qual)):
         base, _, overload = name.partition(".")
         opo = getattr(getattr(getattr(torch.ops, ns), base), overload or "default")
-        lib.impl(name, _autograd_kernel(opo, grad[0], grad[1]), "Autograd", with_keyset=True)
+        lib.impl(name, _autograd_kernel(opo, grad[0], grad[1], kernel), "Autograd", with_keyset=True)
     REGISTERED.append(qual)
 
 
-def _autograd_kernel(op, setup, backward):
+def _autograd_kernel(op, setup, backward, cpu_kernel):
     """The Autograd kernel of op: torch.library.register_autograd's design (an autograd.Function around a
     redispatch below autograd), but every tensor argument is an input of the Function, those inside
     Tensor[] and keyword-only ones too (register_autograd refuses keyword-only tensors, and op-plugin's
@@ -178,16 +180,27 @@ def _autograd_kernel(op, setup, backward):
                 out.append(g if need else None)
             return (None,) + tuple(out)
 
+    after_autograd = torch._C._after_autograd_keyset
+    below_autograd = torch._C._AutoDispatchBelowAutograd
+    any_requires_grad = torch._C._any_requires_grad
+
+    cpu_key = torch._C.DispatchKey.CPU
+
     def kernel(keyset, *args, **kwargs):
+        if not (torch.is_grad_enabled() and any_requires_grad(*args, **kwargs)):  # nothing to record
+            below = keyset & after_autograd
+            if below.highestPriorityTypeId() == cpu_key:
+                # plain CPU tensors, no mode or subclass: the CPU kernel the redispatch would reach,
+                # called here (a second crossing of the dispatcher costs more than the tiny calls)
+                return cpu_kernel(*args, **kwargs)
+            with below_autograd():
+                return op.redispatch(below, *args, **kwargs)
         # the dispatcher leaves out trailing arguments equal to their defaults: put them back
         npos = len(names) - len(kwonly)
         values = list(args) + [defaults.get(n) for n in names[len(args):npos]]
         values += [kwargs.get(n, defaults.get(n)) for n in kwonly]
         meta = Meta(keyset, values)
         tensors = [meta.values[i] if j is None else meta.values[i][j] for i, j in meta.slots]
-        if not (torch.is_grad_enabled() and any(t.requires_grad for t in tensors)):
-            with torch._C._AutoDispatchBelowAutograd():
-                return op.redispatch(keyset & torch._C._after_autograd_keyset, *args, **kwargs)
         flat = Fn.apply(meta, *tensors)
         if list_out:
             return list(flat)

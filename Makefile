@@ -74,8 +74,13 @@ example: install
 	ASCEND_HOME_PATH=$(PREFIX) cmake -S examples -B $(EXAMPLE_BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	cmake --build $(EXAMPLE_BUILD) -j$(JOBS)
 
+# The first sample (aclnnMoeFinalizeRoutingV2Grad on a small case), then a whole MoE layer through
+# CANN's C API, forward and backward, on 256 tokens of hidden size 1024, 16 experts of intermediate
+# size 512, top-2, checked against float64 and timed (examples/moe_layer_chain.cpp).
+RUN_SHAPE ?= 256,1024,512,16,2
 run: example
 	$(EXAMPLE_BUILD)/opapi_test
+	$(EXAMPLE_BUILD)/moe_layer_chain --shape $(RUN_SHAPE) --repeat 5
 
 # `make test` = the Release suite. `make check` = every target listed as a
 # prerequisite of `check`, in order, each printing how long it took.

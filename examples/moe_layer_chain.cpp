@@ -28,11 +28,19 @@
 // check into a loose tolerance and hide a wrong row block or a transposed view read the wrong way.
 //
 // Like the other sample it uses only CANN's headers and link names. Exit status 0 only when every
-// output matches the reference within its fp32 error bound. usage: moe_layer_chain [seed]
+// output matches the reference within its fp32 error bound.
+//
+// usage: moe_layer_chain [seed] [--shape N,H,F,E,K] [--repeat R]
+//   --shape   tokens, hidden size, expert intermediate size, experts, experts per token (default a
+//             small odd-sized problem, 13,19,11,5,2; `make run` uses 256,1024,512,16,2)
+//   --repeat  after the checked pass, run the forward and the backward R more times each and print
+//             the median time of each (the operators and the group list's copy, nothing of the check)
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <vector>
 
@@ -60,12 +68,23 @@
 
 namespace {
 
-const int64_t N = 13;  // tokens
-const int64_t H = 19;  // hidden size
-const int64_t F = 11;  // each expert's intermediate size (W1 is H x 2F, W2 is F x H)
-const int64_t E = 5;   // experts
-const int64_t K = 2;   // experts per token
-const int64_t T = N * K;
+int64_t N = 13;  // tokens
+int64_t H = 19;  // hidden size
+int64_t F = 11;  // each expert's intermediate size (W1 is H x 2F, W2 is F x H)
+int64_t E = 5;   // experts
+int64_t K = 2;   // experts per token
+int64_t T = N * K;
+
+double NowMs() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+double Median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+}
 
 // A small deterministic generator (the seed is printed, so a failure can be replayed).
 struct Lcg {
@@ -229,7 +248,24 @@ int Compare(const char* name, const std::vector<float>& got, const std::vector<d
 }  // namespace
 
 int main(int argc, char** argv) {
-    uint64_t seed = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : static_cast<uint64_t>(std::time(nullptr));
+    uint64_t seed = static_cast<uint64_t>(std::time(nullptr));
+    int repeat = 0;
+    for (int i = 1; i < argc; i++) {
+        long long v[5];
+        if (std::strcmp(argv[i], "--shape") == 0 && i + 1 < argc &&
+            std::sscanf(argv[i + 1], "%lld,%lld,%lld,%lld,%lld", &v[0], &v[1], &v[2], &v[3], &v[4]) == 5 &&
+            v[0] > 0 && v[1] > 0 && v[2] > 0 && v[3] > 0 && v[4] > 0 && v[4] <= v[3]) {
+            N = v[0], H = v[1], F = v[2], E = v[3], K = v[4], T = N * K;
+            i++;
+        } else if (std::strcmp(argv[i], "--repeat") == 0 && i + 1 < argc && std::atoi(argv[i + 1]) >= 0) {
+            repeat = std::atoi(argv[++i]);
+        } else if (argv[i][0] != '-') {
+            seed = std::strtoull(argv[i], nullptr, 10);
+        } else {
+            LOG_PRINT("usage: moe_layer_chain [seed] [--shape N,H,F,E,K (all > 0, K <= E)] [--repeat R]\n");
+            return 2;
+        }
+    }
     LOG_PRINT("moe_layer_chain: N=%ld H=%ld F=%ld E=%ld K=%ld seed %llu\n", static_cast<long>(N),
               static_cast<long>(H), static_cast<long>(F), static_cast<long>(E), static_cast<long>(K),
               static_cast<unsigned long long>(seed));
@@ -307,19 +343,13 @@ int main(int argc, char** argv) {
     uint64_t ws = 0;
     aclOpExecutor* ex = nullptr;
 
+    // The layer's forward, operators only (the checks read the outputs afterwards).
+    auto forward = [&]() -> int {
+    int fail = 0;
     // ---- forward 0: gating. softmax over the E logits, the K largest: weights and expert ids ----
-    if (fail == 0) {
-        ret = aclnnMoeGatingTopKSoftmaxGetWorkspaceSize(dLogits.desc, nullptr, K, dScales.desc, dExpertIdx.desc,
-                                                        dGateRowIdx.desc, &ws, &ex);
-        fail |= Run("aclnnMoeGatingTopKSoftmax", ret, ws, ex, aclnnMoeGatingTopKSoftmax, stream);
-    }
-    fail = fail || ToHost(dScales, &scales) || ToHost(dExpertIdx, &expertIdx) || ToHost(dGateRowIdx, &gateRowIdx);
-    for (int64_t j = 0; fail == 0 && j < T; j++) {
-        if (expertIdx[j] < 0 || expertIdx[j] >= E) {
-            LOG_PRINT("gating: expertIdx[%ld] = %d is not an expert\n", static_cast<long>(j), expertIdx[j]);
-            fail = 1;
-        }
-    }
+    ret = aclnnMoeGatingTopKSoftmaxGetWorkspaceSize(dLogits.desc, nullptr, K, dScales.desc, dExpertIdx.desc,
+                                                    dGateRowIdx.desc, &ws, &ex);
+    fail |= Run("aclnnMoeGatingTopKSoftmax", ret, ws, ex, aclnnMoeGatingTopKSoftmax, stream);
 
     // ---- forward 1: routing. Dropless, all T rows (activeNum 0), per-expert counts (flag 2) ----
     if (fail == 0) {
@@ -327,7 +357,7 @@ int main(int argc, char** argv) {
                                                     dRowIdx.desc, dCounts.desc, nullptr, &ws, &ex);
         fail |= Run("aclnnMoeInitRoutingV2", ret, ws, ex, aclnnMoeInitRoutingV2, stream);
     }
-    fail = fail || ToHost(dExpandedX, &expandedX) || ToHost(dRowIdx, &rowIdx) || ToHost(dCounts, &counts);
+    fail = fail || ToHost(dCounts, &counts);
 
     // ---- forward 2: experts. Expert e owns rows [start_e, start_e + counts[e]) of expandedX; the
     // counts, widened to INT64, are the grouped matmuls' group list (groupListType 1) ----
@@ -355,7 +385,6 @@ int main(int argc, char** argv) {
         fail = Run("aclnnSwiGlu", ret, ws, ex, aclnnSwiGlu, stream);
     }
     if (fail == 0) fail = GroupedMatmul("down", dAct, false, dW2, false, dGroupList, 0, dY, stream);
-    fail = fail || ToHost(dY, &y);
 
     // ---- forward 3: combine. out = x + sum_k scales * (y[rowIdx[r*K+k]] + bias[expert]) ----
     if (fail == 0) {
@@ -363,16 +392,19 @@ int main(int argc, char** argv) {
                                                         dScales.desc, dExpertIdx.desc, 2, dOut.desc, &ws, &ex);
         fail |= Run("aclnnMoeFinalizeRoutingV2", ret, ws, ex, aclnnMoeFinalizeRoutingV2, stream);
     }
-    fail = fail || ToHost(dOut, &outHost);
+    return fail;
+    };
 
+    // The layer's backward, operators only.
+    auto backward = [&]() -> int {
+    int fail = 0;
     // ---- backward 1: through the combine (row-layout index: the backward's dropPadMode 0) ----
-    if (fail == 0) {
+    {
         ret = aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize(dGradOut.desc, dRowIdx.desc, dY.desc, dScales.desc,
                                                             dExpertIdx.desc, dBias.desc, 0, 0, E, 0, dGradY.desc,
                                                             dGradScales.desc, &ws, &ex);
         fail |= Run("aclnnMoeFinalizeRoutingV2Grad", ret, ws, ex, aclnnMoeFinalizeRoutingV2Grad, stream);
     }
-    fail = fail || ToHost(dGradScales, &gradScales);
 
     // ---- backward 2: experts, in reverse. Input gradients take the weights as transposed views
     // (W^T without a copy); weight gradients are the K split: the rows of expert e are the inner
@@ -389,7 +421,6 @@ int main(int argc, char** argv) {
         fail = GroupedMatmul("grad_w1", dExpandedX, true, dGradGateUp, false, dGroupList, 2, dGradW1, stream);
     }
     if (fail == 0) fail = GroupedMatmul("grad_w2", dAct, true, dGradY, false, dGroupList, 2, dGradW2, stream);
-    fail = fail || ToHost(dGradW1, &gradW1) || ToHost(dGradW2, &gradW2);
 
     // ---- backward 3: through the routing (sums each token's K rows), then the residual ----
     if (fail == 0) {
@@ -397,7 +428,27 @@ int main(int argc, char** argv) {
                                                         &ws, &ex);
         fail |= Run("aclnnMoeInitRoutingV2Grad", ret, ws, ex, aclnnMoeInitRoutingV2Grad, stream);
     }
-    fail = fail || ToHost(dGradX, &gradX);
+    return fail;
+    };
+
+    // ---- one checked pass: forward, its outputs read back, backward, its outputs read back ----
+    double tFwd = NowMs();
+    if (fail == 0) fail = forward();
+    tFwd = NowMs() - tFwd;
+    fail = fail || ToHost(dScales, &scales) || ToHost(dExpertIdx, &expertIdx) || ToHost(dGateRowIdx, &gateRowIdx);
+    for (int64_t j = 0; fail == 0 && j < T; j++) {
+        if (expertIdx[j] < 0 || expertIdx[j] >= E) {
+            LOG_PRINT("gating: expertIdx[%ld] = %d is not an expert\n", static_cast<long>(j), expertIdx[j]);
+            fail = 1;
+        }
+    }
+    fail = fail || ToHost(dExpandedX, &expandedX) || ToHost(dRowIdx, &rowIdx) || ToHost(dY, &y) ||
+           ToHost(dOut, &outHost);
+    double tBwd = NowMs();
+    if (fail == 0) fail = backward();
+    tBwd = NowMs() - tBwd;
+    fail = fail || ToHost(dGradScales, &gradScales) || ToHost(dGradW1, &gradW1) || ToHost(dGradW2, &gradW2) ||
+           ToHost(dGradX, &gradX);
     if (fail == 0) {
         for (int64_t i = 0; i < N * H; i++) gradX[i] += gradOut[i];
     }
@@ -419,7 +470,7 @@ int main(int argc, char** argv) {
                 const float* w2e = &w2[e * F * H];
                 double s = scales[r * K + k], gs = 0.0;
                 // the expert: g = x W1 (2F), act = silu(g[:F]) * g[F:], y = act W2
-                double g[2 * F], sg[F], act[F], ye[H];
+                std::vector<double> g(2 * F), sg(F), act(F), ye(H);
                 for (int64_t c = 0; c < 2 * F; c++) {
                     g[c] = 0.0;
                     for (int64_t h = 0; h < H; h++) g[c] += static_cast<double>(xr[h]) * w1e[h * 2 * F + c];
@@ -437,7 +488,7 @@ int main(int argc, char** argv) {
                 }
                 rGradScales[r * K + k] = gs;
                 // its backward, from dy = s * gradOut
-                double dy[H], dAct[F], dG[2 * F];
+                std::vector<double> dy(H), dAct(F), dG(2 * F);
                 for (int64_t j = 0; j < H; j++) dy[j] = s * gradOut[r * H + j];
                 for (int64_t f = 0; f < F; f++) {
                     dAct[f] = 0.0;
@@ -457,10 +508,11 @@ int main(int argc, char** argv) {
         // The gating: float64 softmax of the same logits, the K largest (ties to the lower expert).
         std::vector<double> rScales(T);
         for (int64_t r = 0; r < N; r++) {
-            double p[E], mx = -INFINITY, sum = 0.0;
+            std::vector<double> p(E);
+            double mx = -INFINITY, sum = 0.0;
             for (int64_t e = 0; e < E; e++) mx = std::fmax(mx, static_cast<double>(logits[r * E + e]));
             for (int64_t e = 0; e < E; e++) sum += (p[e] = std::exp(logits[r * E + e] - mx));
-            bool taken[E] = {false};
+            std::vector<bool> taken(E, false);
             for (int64_t k = 0; k < K; k++) {
                 int64_t best = -1;
                 for (int64_t e = 0; e < E; e++) {
@@ -499,6 +551,29 @@ int main(int argc, char** argv) {
         mismatches += Compare("grad_x", gradX, rGradX, static_cast<int>(K * (2 * H + 2 * F + 6) + 2));
         mismatches += Compare("grad_w1", gradW1, rGradW1, static_cast<int>(T + 2 * H + 6));
         mismatches += Compare("grad_w2", gradW2, rGradW2, static_cast<int>(T + yTerms + 2));
+    }
+
+    // ---- timing: the same forward and backward again, on the same inputs ----
+    if (fail == 0 && mismatches == 0) {
+        std::vector<double> fwd(1, tFwd), bwd(1, tBwd);
+        for (int i = 0; i < repeat && fail == 0; i++) {
+            double t0 = NowMs();
+            fail = forward();
+            double t1 = NowMs();
+            fail = fail || backward();
+            fwd.push_back(t1 - t0);
+            bwd.push_back(NowMs() - t1);
+        }
+        if (repeat > 0) {  // the first (checked) pass warmed the caches; the medians are of the repeats
+            fwd.erase(fwd.begin());
+            bwd.erase(bwd.begin());
+        }
+        // the expert GEMMs' flops: forward 2T(H*2F + F*H); backward twice that (input and weight grads)
+        double gemm = 2.0 * T * (H * 2 * F + F * H);
+        double f = Median(fwd), b = Median(bwd);
+        LOG_PRINT("time (%s): forward %.3f ms (experts' GEMMs %.1f GFLOP/s), backward %.3f ms (%.1f GFLOP/s)\n",
+                  repeat > 0 ? "median of the repeats" : "the checked pass", f, gemm / (f * 1e6), b,
+                  2 * gemm / (b * 1e6));
     }
 
     // ---- release everything ----

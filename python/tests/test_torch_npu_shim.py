@@ -338,8 +338,10 @@ class WhatMoeCodeReads(unittest.TestCase):
 class RealTorchNpu(unittest.TestCase):
     def fake_install(self, body):
         """A directory holding a stand-in for Ascend's torch_npu (a top-level package)."""
+        import shutil
         import tempfile
         d = tempfile.mkdtemp(prefix="real_torch_npu_")
+        self.addCleanup(shutil.rmtree, d, True)
         os.makedirs(os.path.join(d, "torch_npu"))
         with open(os.path.join(d, "torch_npu", "__init__.py"), "w") as f:
             f.write(body)

@@ -120,6 +120,7 @@ def main():
           % (a.rounds, a.calls))
     print("(floor: an operator of the same schema whose kernel returns a stored result: PyTorch's own cost)")
     print("%-46s %9s %9s %9s %9s" % ("call", "direct", "op", "op-direct", "floor"))
+    print("(op-direct: the median of each round's difference)")
     with torch.no_grad():
         for name, direct, op, floor in cases():
             direct(), op(), floor()  # warm
@@ -129,13 +130,15 @@ def main():
                 o.append(per_call(op, a.calls))
                 f.append(per_call(floor, a.calls))
             md, mo, mf = (statistics.median(v) * 1e6 for v in (d, o, f))
-            print("%-46s %9.1f %9.1f %9.1f %9.1f" % (name, md, mo, mo - md, mf))
+            diff = statistics.median([(oi - di) * 1e6 for oi, di in zip(o, d)])  # per round: same conditions
+            print("%-46s %9.1f %9.1f %9.1f %9.1f" % (name, md, mo, diff, mf))
 
-    print("\n2. interpreter start and import, median of %d fresh interpreters (ms)" % a.imports)
-    base = interpreter_ms("pass", a.imports)
-    m = interpreter_ms("import moefr", a.imports)
-    t = interpreter_ms("import torch", a.imports)
-    tn_ms = interpreter_ms("from moefr import torch_npu", a.imports)
+    print("\n2. interpreter start and import, median of %d fresh interpreters each, interleaved (ms)" % a.imports)
+    runs = {c: [] for c in ("pass", "import moefr", "import torch", "from moefr import torch_npu")}
+    for _ in range(a.imports):
+        for c in runs:
+            runs[c].append(interpreter_ms(c, 1))
+    base, m, t, tn_ms = (statistics.median(v) for v in runs.values())
     print("  python -c pass                  %7.1f" % base)
     print("  import moefr                    %7.1f  (+%.1f over pass)" % (m, m - base))
     print("  import torch                    %7.1f" % t)

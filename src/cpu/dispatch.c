@@ -154,7 +154,7 @@ static const struct tune_entry {
     size_t fwd_prefetch;
 } g_tune[] = {
     /* Xeon under KVM (family 6 model 167 as reported, AVX-512 BF16/FP16,
-     * AMX), Dec 4, docs/BENCHMARKS.md: 256 bytes ahead took the forward from
+     * AMX), docs/BENCHMARKS.md "Per-CPU tuning": 256 bytes ahead took the forward from
      * 0.52 to 0.61-0.63 of the copy at 8192,8,4096 bf16, 0.61 to 0.65-0.66
      * fp32 (reading alone: 0.67), 0.54-0.55 to 0.62-0.64 at 4096,8,7168
      * bf16, on the avx2 path as on avx512; 128 and 512 gained less, 1024 and

@@ -144,8 +144,8 @@ MF_INLINE int f_row(mf_dt dt, const mf_fwd_row *t, size_t j0, size_t n, double *
         /* 64 elements a block where registers are wide, but only for 16-bit
          * data: a block reads at most 128 bytes of each row. fp32 blocks of
          * 64 (256 bytes of each of K rows in flight) ran the forward at
-         * 0.42-0.67 of memcpy on Zen 4, blocks of 32 at 0.79-0.87 (issue 24,
-         * docs/BENCHMARKS.md). The groups, and so the bits, are the same. */
+         * 0.42-0.67 of memcpy on Zen 4, blocks of 32 at 0.79-0.87 (docs/BENCHMARKS.md,
+         * "The forward's fp32 groups"). The groups, and so the bits, are the same. */
         if (dt != MF_F32)
             for (; i + 64 <= n; i += 64) f32_block(dt, t, s32, j0 + i, j0 + n, nt, 4);
 #endif

@@ -15,12 +15,12 @@
 /* fp32 with a bias: eight slots' sums, minima and scales left too few of the
  * 32 registers for that body's temporaries (its loop spilled and reloaded the
  * row pointers); groups of four ran it 8-12% faster with its rows in memory
- * on Zen 4 (docs/BENCHMARKS.md, issue 24). bf16 with a bias ran 3-5% slower
+ * on Zen 4 (docs/BENCHMARKS.md, "The backward"). bf16 with a bias ran 3-5% slower
  * in fours, so it keeps eight. */
 #define MF_V_QMAX_F32_BIAS 4
 #define MF_V_FWD_NV 8
 #define MF_V_NT 1
-#define MF_V_NT_MULTIROW 1 /* measured faster on Zen 4 (docs/BENCHMARKS.md history) */
+#define MF_V_NT_MULTIROW 1 /* measured faster on Zen 4 (docs/BENCHMARKS.md, "Streaming stores over several rows") */
 #ifdef MF_AVX512_BF16
 #define MF_V_NORMAL_HINT 1
 #else

@@ -18,8 +18,8 @@
  * (same xstep, dtype and H; NULL for none), prefetched into L2 while this
  * one is quantised: gathered rows are in no order a hardware prefetcher
  * sees, and the quantising pass is arithmetic that the fetch can hide
- * behind (docs/BENCHMARKS.md, "Issue 22's quantiser and routing-map
- * unpermute"). */
+ * behind (docs/BENCHMARKS.md, "InitRoutingQuantV2's quantiser and the
+ * routing-map unpermute"). */
 typedef struct mf_q8 {
     int mode;
     bool even; /* mode 1: round the quotient half to even */

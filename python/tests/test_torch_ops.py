@@ -173,6 +173,35 @@ class OpCheck(unittest.TestCase):
         self.check(torch.ops.npu.npu_moe_token_unpermute_grad_v2.default,
                    (torch.randn(N, H), si, N * K, torch.float32, probs.detach(), False, None, out.detach()))
 
+    def test_backward_operators(self):
+        """The backward operators torch_npu exposes, called directly."""
+        N, K, E, H = 6, 3, 4, 5
+        tok = torch.randn(N, H)
+        e = ids(N, K, E).long()
+        out, si = torch_npu.npu_moe_token_permute(tok, e)
+        g = torch.randn(N * K, H)
+        self.check(torch.ops.npu.npu_moe_token_permute_grad.default, (tok, g, e, si))
+        probs = torch.rand(N, K)
+        self.check(torch.ops.npu.npu_moe_token_unpermute_grad.default, (out, torch.randn(N, H), si, probs))
+        self.check(torch.ops.npu.npu_moe_token_unpermute_grad.default, (out, torch.randn(N * K, H), si))  # K 1
+        x = torch.randn(4, 10)
+        self.check(torch.ops.npu.npu_swiglu_backward.default, (torch.randn(4, 5), x))
+        y, eidx, norm = torch_npu.npu_moe_gating_top_k(torch.randn(5, 8), 2, k_group=2, group_count=4, norm_type=1)
+        self.check(torch.ops.npu.npu_moe_gating_top_k_backward.default, (norm, torch.randn(5, 2), eidx),
+                   dict(norm_type=1))
+
+    def test_re_routing(self):
+        counts = torch.tensor([[1, 2, 0], [2, 1, 3]], dtype=torch.int32)
+        tokens = torch.randn(int(counts.sum()), 6).half()
+        scales = torch.rand(int(counts.sum()))
+        self.check(torch.ops.npu.npu_moe_re_routing.default, (tokens, counts), dict(per_token_scales=scales))
+        self.check(torch.ops.npu.npu_moe_re_routing.default, (tokens, counts))
+
+    def test_grouped_matmul_list(self):
+        x = [torch.randn(5, 3).bfloat16()]
+        w = [torch.randn(3, 4).bfloat16(), torch.randn(3, 4).bfloat16()]
+        self.check(torch.ops.npu.npu_grouped_matmul.List, (x, w), dict(group_list=[2, 5], split_item=0))
+
     def test_routing_map(self):
         N, E, H, k = 6, 4, 5, 2
         tok = torch.randn(N, H, requires_grad=True)
@@ -182,9 +211,17 @@ class OpCheck(unittest.TestCase):
         probs = torch.rand(N, E, requires_grad=True)
         self.check(torch.ops.npu.npu_moe_token_permute_with_routing_map.default, (tok, m),
                    dict(probs=probs, num_out_tokens=N * k))
-        out, _, si = torch_npu.npu_moe_token_permute_with_routing_map(tok.detach(), m, num_out_tokens=N * k)
+        out, pout, si = torch_npu.npu_moe_token_permute_with_routing_map(tok.detach(), m, probs=probs.detach(),
+                                                                         num_out_tokens=N * k)
         self.check(torch.ops.npu._npu_moe_token_unpermute_with_routing_map.default,
                    (out.requires_grad_(), si, [N, H]), dict(routing_map=m))
+        self.check(torch.ops.npu.npu_moe_token_unpermute_with_routing_map.default, (out, si, [N, H]),
+                   dict(routing_map=m))
+        self.check(torch.ops.npu.npu_moe_token_permute_with_routing_map_grad.default,
+                   (torch.randn(N * k, H), torch.randn(N * k), si, m, E, N, False))
+        _, oidx, tid, _ = torch_npu._npu_moe_token_unpermute_with_routing_map(out, si, [N, H], routing_map=m)
+        self.check(torch.ops.npu.npu_moe_token_unpermute_with_routing_map_grad.default,
+                   (torch.randn(N, H), si, si, m, None, None, False, [N, H]))
 
     def test_finalize(self):
         R, K, H, E = 5, 2, 6, 3

@@ -334,6 +334,22 @@ class WhatMoeCodeReads(unittest.TestCase):
         r = run_py("import torch, torch_npu; torch.zeros(1, device='npu')", {"MOEFR_NPU_DEVICE": ""})
         self.assertNotEqual(r.returncode, 0)  # not switched on: PyTorch's own refusal
 
+    @unittest.skipUnless(tl.torch_ops(), "PyTorch >= 2.4: torch.compile")
+    def test_npu_strings_and_compile(self):
+        """The mode renames PyTorch's PrivateUse1 backend "npu"; torch.compile must still trace modules
+        (it reads Tensor.is_npu then) and moefr's operators, and the NPU stays unavailable."""
+        code = ("import torch, torch_npu\n"
+                "m = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.ReLU(), torch.nn.Linear(6, 8)).to('npu')\n"
+                "f = torch.compile(lambda x: torch_npu.npu_swiglu(m(x)).sum(), fullgraph=True)\n"
+                "x = torch.randn(3, 4, device='npu', requires_grad=True)\n"
+                "f(x).backward()\n"
+                "e = x.grad.clone(); x.grad = None\n"
+                "(torch_npu.npu_swiglu(m(x)).sum()).backward()\n"
+                "print(torch.equal(e, x.grad), torch.npu.is_available(), x.is_npu, x.device.type)\n")
+        r = run_py(code, {"MOEFR_NPU_DEVICE": "cpu"})
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        self.assertEqual(r.stdout.split(), ["True", "False", "False", "cpu"])
+
 
 class RealTorchNpu(unittest.TestCase):
     def fake_install(self, body):

@@ -61,6 +61,9 @@ def _device_index(d, optional=True):
 
 
 def is_available():
+    """False, in every mode: there is no NPU, so `"npu" if torch.npu.is_available() else "cpu"` picks
+    the CPU. (Saying True would send PyTorch itself, torch.compile among it, to the PrivateUse1
+    backend's C++ hooks, which a CPU build does not have.)"""
     return False
 
 
@@ -335,3 +338,6 @@ if os.environ.get("MOEFR_NPU_DEVICE") == "cpu":
     map_npu_to_cpu()
 torch.Tensor.npu = _tensor_npu
 torch.nn.Module.npu = _module_npu
+# Tensors are CPU tensors. (PyTorch's override tables, which torch.compile reads, expect is_npu once the
+# PrivateUse1 backend is named "npu".)
+torch.Tensor.is_npu = property(lambda self: False, doc="False: moefr's tensors are CPU tensors")

@@ -89,6 +89,10 @@ def install():
         _state["installed"] = True
 
 
+def strings_mode():
+    return _state["strings"]
+
+
 def map_npu_to_cpu():
     """The opt-in mode: "npu", "npu:N" and torch.device("npu") mean the CPU (see the module docstring).
     Returns True when torch.device("npu") itself can be made (PyTorch >= 2.0), False on 1.13."""
@@ -101,4 +105,11 @@ def map_npu_to_cpu():
         torch.device("npu")
     except RuntimeError:
         rename("npu")
+    # torch.accelerator (PyTorch >= 2.6) asks the device module of the PrivateUse1 backend
+    register = getattr(torch, "_register_device_module", None)
+    if register is not None:
+        try:
+            register("npu", torch.npu)
+        except RuntimeError:  # registered already
+            pass
     return True

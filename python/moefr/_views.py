@@ -12,6 +12,7 @@ from . import _lib
 ACL_FLOAT, ACL_FLOAT16, ACL_INT8, ACL_INT32, ACL_UINT8 = 0, 1, 2, 3, 4
 ACL_INT16, ACL_UINT16, ACL_UINT32, ACL_INT64, ACL_UINT64 = 6, 7, 8, 9, 10
 ACL_DOUBLE, ACL_BOOL, ACL_COMPLEX64, ACL_COMPLEX128, ACL_BF16 = 11, 12, 16, 17, 27
+ACL_FLOAT8_E5M2, ACL_FLOAT8_E4M3FN, ACL_FLOAT8_E8M0 = 35, 36, 37
 
 _NUMPY_ACL = {
     np.dtype(np.float32): ACL_FLOAT, np.dtype(np.float16): ACL_FLOAT16,
@@ -44,6 +45,11 @@ def torch_module():
             torch.int16: ACL_INT16, torch.int64: ACL_INT64, torch.float64: ACL_DOUBLE,
             torch.bool: ACL_BOOL, torch.complex64: ACL_COMPLEX64, torch.complex128: ACL_COMPLEX128,
         }
+        # PyTorch >= 2.1's 8-bit floats (float8_e8m0fnu from 2.7) carry Ascend 950's FLOAT8 data
+        for name, acl in (("float8_e5m2", ACL_FLOAT8_E5M2), ("float8_e4m3fn", ACL_FLOAT8_E4M3FN),
+                          ("float8_e8m0fnu", ACL_FLOAT8_E8M0)):
+            if hasattr(torch, name):
+                _TORCH_ACL[getattr(torch, name)] = acl
     return _torch or None
 
 

@@ -104,6 +104,22 @@ class ReRouting(unittest.TestCase):
                 self.assertEqual(ps.dtype, torch.float32)
                 self.assertTrue(torch.equal(ps, torch.zeros(A)), what)
 
+    @unittest.skipIf(A2 or not hasattr(torch, "float8_e8m0fnu"), "Ascend 950 rules, PyTorch's 8-bit floats")
+    def test_float8(self):
+        """Ascend 950: FLOAT8 tokens with FLOAT8_E8M0 scales, moved as bytes (the torch dtypes carry them)."""
+        for it in range(12):
+            dt = RNG.choice([torch.float8_e4m3fn, torch.float8_e5m2])
+            A, H, N, E = RNG.randint(1, 50), RNG.randint(1, 40), RNG.randint(1, 4), RNG.randint(1, 5)
+            counts = random_counts(N, E, A).to(torch.int32)
+            tokens = (torch.randn(A, H) * 4).to(dt)
+            scales = torch.randint(0, 255, (A, RNG.randint(1, 3)), dtype=torch.uint8).view(torch.float8_e8m0fnu)
+            pt, ps, idx, num = torch_npu.npu_moe_re_routing(tokens, counts, per_token_scales=scales)
+            wpt, wps, widx, wnum = reference(tokens.view(torch.uint8), counts, scales.view(torch.uint8))
+            self.assertEqual((pt.dtype, ps.dtype), (dt, torch.float8_e8m0fnu))
+            self.assertTrue(torch.equal(pt.view(torch.uint8), wpt), it)
+            self.assertTrue(torch.equal(ps.view(torch.uint8), wps), it)
+            self.assertTrue(torch.equal(idx, widx) and torch.equal(num, wnum), it)
+
     def test_recipe_prefill(self):
         """cann-recipes-infer (models/deepseek_r1/models/modeling_deepseek.py forward_expert): after the
         all-to-all a rank holds, per source rank, its tokens for this rank's local experts; it calls

@@ -114,7 +114,7 @@ class Errors(unittest.TestCase):
         with self.assertRaises(ImportError):
             exec("from torch_npu import npu_not_a_function")
         with self.assertRaises(ImportError):
-            exec("import torch_npu.contrib.transfer_to_npu")
+            exec("import torch_npu.testing")
 
     def test_readme_named(self):
         """The message points at the README, which exists in the tree the package came from."""
@@ -349,6 +349,35 @@ class WhatMoeCodeReads(unittest.TestCase):
         r = run_py(code, {"MOEFR_NPU_DEVICE": "cpu"})
         self.assertEqual(r.returncode, 0, r.stderr[-3000:])
         self.assertEqual(r.stdout.split(), ["True", "False", "False", "cpu"])
+
+
+class Constants(unittest.TestCase):
+    def test_custom_dtypes(self):
+        """torch_npu's dtype constants are 256 + the aclDataType value (the header's enum, read here)."""
+        import re
+        with open(os.path.join(tl.HERE, "..", "..", "include", "acl", "acl_base.h")) as f:
+            acl = dict((m.group(1), int(m.group(2))) for m in re.finditer(r"\b(ACL_[A-Z0-9_]+) = (-?\d+)", f.read()))
+        names = {"hifloat8": "ACL_HIFLOAT8", "float8_e5m2": "ACL_FLOAT8_E5M2", "float8_e4m3fn": "ACL_FLOAT8_E4M3FN",
+                 "float8_e8m0fnu": "ACL_FLOAT8_E8M0", "float4_e2m1fn_x2": "ACL_FLOAT4_E2M1",
+                 "float4_e1m2fn_x2": "ACL_FLOAT4_E1M2", "int4": "ACL_INT4", "bfloat16": "ACL_BF16",
+                 "float32": "ACL_FLOAT", "int8": "ACL_INT8", "complex32": "ACL_COMPLEX32"}
+        for name, enum in names.items():
+            self.assertEqual(getattr(torch_npu, name), 256 + acl[enum], name)
+            self.assertIn(name, torch_npu.__all__)
+
+    def test_transfer_to_npu(self):
+        code = ("import torch, torch_npu\n"
+                "from torch_npu.contrib import transfer_to_npu\n"
+                "m = torch.nn.Linear(3, 3).cuda() if False else torch.nn.Linear(3, 3).to('cuda')\n"
+                "x = torch.zeros(2, 3, device='cuda:0')\n"
+                "print(m.weight.device.type, x.device.type, torch.ones(1).to(torch.device('cuda')).device.type,"
+                " torch.zeros(1, device='npu').device.type)\n")
+        r = run_py(code)
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        self.assertEqual(r.stdout.split(), ["cpu"] * 4)
+        with self.assertRaises(Err):
+            import torch_npu.contrib as c
+            c.something_else
 
 
 class RealTorchNpu(unittest.TestCase):

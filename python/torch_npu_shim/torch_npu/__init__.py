@@ -87,6 +87,15 @@ def __dir__():
     return sorted(set(globals()) | {n for n in dir(_impl) if _exported(n)})
 
 
+# torch_npu's own dtype constants (torch_npu._C._cd.DType): 256 + the aclDataType value, for the
+# dtypes PyTorch has no name for (and the others alike), as op arguments such as x_dtype / tokens_dtype.
+_CUSTOM_DTYPES = dict(
+    float32=0, float16=1, int8=2, int32=3, uint8=4, int16=6, uint16=7, uint32=8, int64=9, uint64=10,
+    float64=11, bool=12, string=13, complex64=16, complex128=17, bfloat16=27, int4=29, uint1=30,
+    complex32=33, hifloat8=34, float8_e5m2=35, float8_e4m3fn=36, float8_e8m0fnu=37, float6_e3m2=38,
+    float6_e2m3=39, float4_e2m1fn_x2=40, float4_e1m2fn_x2=41)
+globals().update({_n: 256 + _v for _n, _v in _CUSTOM_DTYPES.items()})
+
 if not _exported("npu_format_cast"):
     def npu_format_cast(self, acl_format, customize_dtype=None):
         """torch_npu.npu_format_cast on CPU: the tensor itself (CPU tensors have no NPU storage format;
@@ -103,5 +112,5 @@ if not _exported("npu_format_cast_"):
             raise TypeError("torch_npu.npu_format_cast_: self must be a torch.Tensor, got %s" % type(self).__name__)
         return self
 
-__all__ = sorted({n for n in dir(_impl) if _exported(n)} |
-                 {"npu", "npu_format_cast", "npu_format_cast_", "MoefrNotProvidedError"})
+__all__ = sorted({n for n in dir(_impl) if _exported(n)} | set(_CUSTOM_DTYPES) |
+                 {"npu", "contrib", "npu_format_cast", "npu_format_cast_", "MoefrNotProvidedError"})

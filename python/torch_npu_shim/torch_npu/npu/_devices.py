@@ -23,7 +23,7 @@ _FACTORIES = ("tensor", "as_tensor", "empty", "zeros", "ones", "full", "arange",
               "triu_indices", "normal", "bernoulli", "asarray")
 _NEW = ("new_empty", "new_zeros", "new_ones", "new_full", "new_tensor", "new_empty_strided")
 
-_state = {"strings": False, "installed": False}
+_state = {"strings": False, "cuda": False, "installed": False}
 _lock = threading.Lock()
 
 
@@ -41,6 +41,11 @@ def map_device(d):
         if _is_npu_string(d):
             return "cpu"
         if isinstance(d, torch.device) and d.type == "npu":
+            return torch.device("cpu")
+    if _state["cuda"]:
+        if isinstance(d, str) and (d == "cuda" or (d.startswith("cuda:") and d[5:].isdigit())):
+            return "cpu"
+        if isinstance(d, torch.device) and d.type == "cuda":
             return torch.device("cpu")
     return d
 
@@ -113,3 +118,10 @@ def map_npu_to_cpu():
         except RuntimeError:  # registered already
             pass
     return True
+
+
+def map_cuda_to_cpu():
+    """torch_npu.contrib.transfer_to_npu: "cuda" devices mean the NPU, here the CPU."""
+    install()
+    _state["cuda"] = True
+

@@ -334,6 +334,24 @@ class WhatMoeCodeReads(unittest.TestCase):
         r = run_py("import torch, torch_npu; torch.zeros(1, device='npu')", {"MOEFR_NPU_DEVICE": ""})
         self.assertNotEqual(r.returncode, 0)  # not switched on: PyTorch's own refusal
 
+    @unittest.skipUnless(tl.torch_ops(), "PyTorch >= 2.4: torch.library.impl by device type")
+    def test_npu_kernels_serve_the_cpu(self):
+        """In the mode, a kernel a project registers for the NPU backend runs for our (CPU) tensors; without
+        it, the CPU's own kernel runs."""
+        code = ("import torch, torch_npu\n"
+                "torch.library.define('proj::f', '(Tensor x) -> Tensor')\n"
+                "torch.library.impl('proj::f', 'cpu')(lambda x: x + 1)\n"
+                "torch.library.impl('proj::f', 'npu')(lambda x: x + 100)\n"
+                "print(int(torch.ops.proj.f(torch.zeros(1, device='npu'))))\n")
+        r = run_py(code, {"MOEFR_NPU_DEVICE": "cpu"})
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        self.assertEqual(r.stdout.split(), ["100"])
+        code = code.replace("device='npu'", "device='cpu'").replace("torch.library.impl('proj::f', 'npu')",
+                                                                    "(lambda f: f)")
+        r = run_py(code, {"MOEFR_NPU_DEVICE": ""})
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        self.assertEqual(r.stdout.split(), ["1"])
+
     @unittest.skipUnless(tl.torch_ops(), "PyTorch >= 2.4: torch.compile")
     def test_npu_strings_and_compile(self):
         """The mode renames PyTorch's PrivateUse1 backend "npu"; torch.compile must still trace modules

@@ -94,6 +94,30 @@ def install():
         _state["installed"] = True
 
 
+_TWIN_KEYS = {"PrivateUse1": "CPU", "AutogradPrivateUse1": "AutogradCPU"}
+
+
+def _twin_privateuse1_kernels():
+    """In this mode the NPU's tensors are CPU tensors, so a kernel a project registers for PyTorch's
+    PrivateUse1 ("npu") backend (torch.library.impl(..., "npu" / "PrivateUse1"), e.g. torchtitan-npu's
+    aten::_grouped_mm on npu_grouped_matmul) is registered for the CPU too, from the moment the mode is
+    on: the CPU tensors then run the code written for the NPU."""
+    lib_cls = torch.library.Library
+    if getattr(lib_cls.impl, "__moefr_wrapped__", None) is not None:
+        return
+    orig = lib_cls.impl
+
+    @functools.wraps(orig)
+    def impl(self, op_name, fn, dispatch_key="", *args, **kwargs):
+        result = orig(self, op_name, fn, dispatch_key, *args, **kwargs)
+        twin = _TWIN_KEYS.get(dispatch_key)
+        if twin is not None and _state["strings"]:
+            orig(self, op_name, fn, twin, *args, **kwargs)
+        return result
+    impl.__moefr_wrapped__ = orig
+    lib_cls.impl = impl
+
+
 def strings_mode():
     return _state["strings"]
 
@@ -110,6 +134,7 @@ def map_npu_to_cpu():
         torch.device("npu")
     except RuntimeError:
         rename("npu")
+    _twin_privateuse1_kernels()
     # torch.accelerator (PyTorch >= 2.6) asks the device module of the PrivateUse1 backend
     register = getattr(torch, "_register_device_module", None)
     if register is not None:

@@ -18,7 +18,7 @@ def _cpu_tensor(t, name):
     """t itself when it is a CPU tensor."""
     if not isinstance(t, torch.Tensor):
         raise MoefrTypeError("moefr.torch_npu: %s must be a torch.Tensor, got %s" % (name, type(t).__name__))
-    if t.device.type != "cpu":
+    if not t.is_cpu:
         raise MoefrTypeError("moefr.torch_npu: %s is on %s; moefr runs on CPU tensors" % (name, t.device))
     return t
 

@@ -27,7 +27,9 @@ def npu_swiglu(x, dim=-1):
     """torch_npu.npu_swiglu(Tensor self, int dim=-1) -> Tensor: x split in halves A (first), B along
     dim; silu(A) * B in fp32, rounded once to x's dtype (aclnnSwiGlu). Differentiable in x."""
     _cpu_tensor(x, "x")
-    return _SwiGlu.apply(x, int(dim))
+    if x.requires_grad and torch.is_grad_enabled():
+        return _SwiGlu.apply(x, int(dim))
+    return _routing.swiglu(x, int(dim))  # nothing to record: no autograd.Function around the call
 
 
 def npu_swiglu_backward(grad_output, x, dim=-1):

@@ -259,7 +259,7 @@ def run_lists(name, *args):
             cargs = []
             for i, a in enumerate(args):
                 if isinstance(a, TensorList):
-                    hs = [d.make(t.detach(), "%s arg %d[%d]" % (name, i, j)) for j, t in enumerate(a.tensors)]
+                    hs = [d.make(t, (name, i, j)) for j, t in enumerate(a.tensors)]
                     arr = (_vp * max(1, len(hs)))(*hs)
                     h = lib.aclCreateTensorList(arr, len(hs))
                     if not h:
@@ -269,7 +269,7 @@ def run_lists(name, *args):
                     lists.append(h)
                     cargs.append(h)
                 elif a is None or isinstance(a, torch.Tensor):
-                    cargs.append(d.make(a.detach() if a is not None else None, "%s arg %d" % (name, i)))
+                    cargs.append(d.make(a, (name, i)) if a is not None else None)
                 elif isinstance(a, (list, tuple)):
                     _int_array_api(lib)
                     vals = (_i64 * max(1, len(a)))(*[int(v) for v in a])

@@ -25,11 +25,12 @@ _NUMPY_ACL = {
 
 _torch = None
 _TORCH_ACL = None
+_UNTYPED = False  # torch has Tensor.untyped_storage (PyTorch >= 2.0)
 
 
 def torch_module():
     """torch if it is importable, else None; imported on first need so numpy users never pay for it."""
-    global _torch, _TORCH_ACL
+    global _torch, _TORCH_ACL, _UNTYPED
     if _torch is None:
         if "torch" not in sys.modules:
             try:
@@ -39,6 +40,7 @@ def torch_module():
                 return None
         import torch
         _torch = torch
+        _UNTYPED = hasattr(torch.Tensor, "untyped_storage")
         _TORCH_ACL = {
             torch.float32: ACL_FLOAT, torch.float16: ACL_FLOAT16, torch.bfloat16: ACL_BF16,
             torch.int8: ACL_INT8, torch.int32: ACL_INT32, torch.uint8: ACL_UINT8,
@@ -87,25 +89,33 @@ class View:
 
 
 def _torch_view(t, name):
-    torch = torch_module()
-    if t.dtype not in _TORCH_ACL:
-        raise _lib.MoefrTypeError("moefr: %s has dtype %s, which has no aclDataType" % (name, t.dtype))
-    if t.layout != torch.strided:
-        raise _lib.MoefrTypeError("moefr: %s has layout %s; moefr needs strided tensors" % (name, t.layout))
+    # the common case first, with as few torch calls as possible (each costs more inside a
+    # dispatcher kernel, where torch.ops.npu calls run)
+    acl = _TORCH_ACL.get(t.dtype) if _TORCH_ACL else None
+    if acl is None:
+        torch_module()
+        acl = _TORCH_ACL.get(t.dtype)
+        if acl is None:
+            raise _lib.MoefrTypeError("moefr: %s has dtype %s, which has no aclDataType" % (label(name), t.dtype))
+    if t.layout is not _torch.strided:
+        raise _lib.MoefrTypeError("moefr: %s has layout %s; moefr needs strided tensors" % (label(name), t.layout))
     item = t.element_size()
-    st = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
-    nbytes = st.nbytes() if callable(getattr(st, "nbytes", None)) else st.size() * item
-    base = st.data_ptr()
+    if _UNTYPED:
+        st = t.untyped_storage()
+        nbytes, base = st.nbytes(), st.data_ptr()
+    else:  # PyTorch 1.13
+        st = t.storage()
+        nbytes = st.nbytes() if callable(getattr(st, "nbytes", None)) else st.size() * item
+        base = st.data_ptr()
     # torch's storage_offset is in elements of t's dtype from the storage start,
     # so it is exactly aclCreateTensor's offset.
-    return View(t, base, list(t.shape), list(t.stride()), t.storage_offset(), nbytes // item,
-                _TORCH_ACL[t.dtype])
+    return View(t, base, list(t.shape), list(t.stride()), t.storage_offset(), nbytes // item, acl)
 
 
 def _numpy_view(a, name):
     if a.dtype not in _NUMPY_ACL:
         raise _lib.MoefrTypeError("moefr: %s has dtype %s, which has no aclDataType (numpy has no bfloat16; "
-                        "use torch for bf16)" % (name, a.dtype))
+                        "use torch for bf16)" % (label(name), a.dtype))
     item = a.itemsize
     if any(s % item for s in a.strides):
         a = np.ascontiguousarray(a)  # byte strides that are not whole elements cannot be described
@@ -144,6 +154,14 @@ def _byte_bounds(a):
     return lo, hi + a.itemsize
 
 
+def label(name):
+    """A tensor's name for messages: a string, or (operator, argument index[, list position]), formatted
+    only when a message needs it."""
+    if isinstance(name, tuple):
+        return "%s arg %d" % name[:2] + ("[%d]" % name[2] if len(name) > 2 else "")
+    return name
+
+
 def view_of(x, name):
     return _torch_view(x, name) if is_torch(x) else _numpy_view(x, name)
 
@@ -177,7 +195,7 @@ class Descriptors:
         h = self.lib.aclCreateTensor(dims, nd, v.acl_dtype, strides, v.offset, _lib.ACL_FORMAT_ND,
                                      storage, 1, ctypes.c_void_p(v.base_ptr))
         if not h:
-            raise _lib.MoefrError("moefr: %s: %s" % (name, _lib.last_error(self.lib)), None,
+            raise _lib.MoefrError("moefr: %s: %s" % (label(name), _lib.last_error(self.lib)), None,
                                   "aclCreateTensor")
         self.handles.append(h)
         self.keep.append(v)

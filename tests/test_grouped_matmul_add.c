@@ -308,6 +308,17 @@ static void validation(void) {
         CHECK(aclnnGroupedMatmulAdd(wsp, ws, e, NULL) == ACLNN_SUCCESS, "repeat run: %s", tu_msg());
         CHECK(memcmp(y.store, y0, sizeof(float) * (size_t)y.span) == 0, "the old y was written");
         compare("re-pointed yRef", &x, &w, ends, &yb, yb0);
+        /* yRef is also input 3: moving it there moves the tensor the run adds into */
+        ybuf yc = y_new(E, M, N, 0);
+        float *yc0 = malloc(sizeof(float) * (size_t)yc.span);
+        memcpy(yc0, yc.store, sizeof(float) * (size_t)yc.span);
+        memcpy(yb0, yb.store, sizeof(float) * (size_t)yb.span);
+        CHECK(aclSetInputTensorAddr(e, 3, y.t, yc.store) == ACLNN_SUCCESS, "set input 3: %s", tu_msg());
+        CHECK(aclnnGroupedMatmulAdd(wsp, ws, e, NULL) == ACLNN_SUCCESS, "repeat run 2: %s", tu_msg());
+        CHECK(memcmp(yb.store, yb0, sizeof(float) * (size_t)yb.span) == 0, "the output-slot y was written");
+        compare("yRef moved as input 3", &x, &w, ends, &yc, yc0);
+        free(yc0);
+        y_free(&yc);
         aclDestroyAclOpExecutor(e);
         aclSetRawTensorAddr(y.t, y.store);
         free(wsp), free(yb0);

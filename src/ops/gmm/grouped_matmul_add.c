@@ -27,9 +27,8 @@
 #define TILING ACLNN_ERR_INNER_TILING_ERROR
 #define GMMA_MAX_GROUPS 1024 /* MAX_TENSOR, arch35 grouped_matmul_add_utils_advanced.h */
 
-/* The executor's slots: CANN's DFX_IN (x, weight, groupList, yRef) and DFX_OUT (yRef).
- * yRef is read and written through the output slot, as CANN's kernel reads and
- * adds into the output address; the input slot is kept for the setters' indices. */
+/* The executor's slots: CANN's DFX_IN (x, weight, groupList, yRef) and DFX_OUT (yRef);
+ * yRef's two slots share one descriptor (mf_executor_new), so a setter on either moves it. */
 enum { S_X, S_W, S_GL, S_YIN, S_Y, S_NT };
 static const char *const SLOT_NAMES[S_NT] = {"x", "weight", "groupList", "yRef", "yRef"};
 static const unsigned SLOT_FLAGS[S_NT] = {MF_T_REQUIRED, MF_T_REQUIRED, MF_T_REQUIRED, MF_T_REQUIRED, MF_T_REQUIRED};
@@ -163,7 +162,7 @@ static aclnnStatus gmma_gws(const gmma_call *c) {
     p->op = op;
     if (y->numel == 0) { /* CANN's engine: every output empty, nothing launched */
         p->empty = true;
-        return mf_op_publish(c->exec, slots, 1u << S_YIN, p, GMMA_BYTES, gmma_run, 0, c->workspaceSize, c->executor);
+        return mf_op_publish(c->exec, slots, 0, p, GMMA_BYTES, gmma_run, 0, c->workspaceSize, c->executor);
     }
     /* the Ascend 950 tiling (A2/A3's checks nothing more, and its kernel fixes the layout) */
     if (!a2) {
@@ -196,7 +195,7 @@ static aclnnStatus gmma_gws(const gmma_call *c) {
     }
     p->workers = mf_num_threads();
     mf_gmm_tiles(p);
-    return mf_op_publish(c->exec, slots, 1u << S_YIN, p, GMMA_BYTES, gmma_run, mf_gmm_workspace(p), c->workspaceSize,
+    return mf_op_publish(c->exec, slots, 0, p, GMMA_BYTES, gmma_run, mf_gmm_workspace(p), c->workspaceSize,
                          c->executor);
 }
 

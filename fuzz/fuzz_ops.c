@@ -90,6 +90,7 @@ typedef struct {
     int narr;
     int64_t arr[4];
     uint8_t *want[NT]; /* expected dense outputs, NULL: not checked */
+    bool init[NT];     /* an output that starts as its data (an in/out tensor: GroupedMatmulAdd's yRef) */
     double tol[NT];    /* 0: bytes equal; > 0: float values within tol * max(1, |want|) */
 } fo_prob;
 
@@ -762,6 +763,44 @@ static bool mk_gmm4(fz_in *in, rng *r, fo_prob *p) {
     return true;
 }
 
+/* GroupedMatmulAdd (V1, V2): x (K, M), weight (K, N) in FLOAT16 or BF16, groupList (E) (cumulative; V2
+ * counts too) covering every row, yRef (E, M, N) FLOAT starting as small values (in/out). The oracle:
+ * yRef + the group's products; small exact values keep every sum exact in fp32, so bits compare. */
+static bool mk_gmma_any(fz_in *in, rng *r, fo_prob *p, bool v2) {
+    const int dt = fz_u8(in) & 1 ? ACL_BF16 : ACL_FLOAT16;
+    const int64_t E = fz_range(in, 1, 4), M = fz_range(in, 1, 7), N = fz_range(in, 1, 9);
+    int64_t size[4], K = 0;
+    for (int64_t e = 0; e < E; e++) K += size[e] = fz_range(in, 0, 4);
+    const int glt = v2 ? (int)(fz_u8(in) & 1) : 0;
+    fill_small(r, dt, fo_new(p, 0, dt, 2, K, M, 0), K * M);
+    fill_small(r, dt, fo_new(p, 1, dt, 2, K, N, 0), K * N);
+    uint8_t *gl = fo_new(p, 2, ACL_INT64, 1, E, 0, 0);
+    int64_t run = 0;
+    for (int64_t e = 0; e < E; e++) {
+        run += size[e];
+        put_idx(ACL_INT64, gl, e, glt ? size[e] : run);
+    }
+    fill_small(r, ACL_FLOAT, fo_new(p, 3, ACL_FLOAT, 3, E, M, N), E * M * N);
+    p->init[3] = true;
+    uint8_t *w = fo_want(p, 3);
+    int64_t k0 = 0;
+    for (int64_t e = 0; e < E; e++) {
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t n = 0; n < N; n++) {
+                double acc = fr_decode(ACL_FLOAT, p->t[3].data, (e * M + m) * N + n);
+                for (int64_t k = k0; k < k0 + size[e]; k++)
+                    acc += fr_decode(dt, p->t[0].data, k * M + m) * fr_decode(dt, p->t[1].data, k * N + n);
+                const uint32_t bits = fr_round(ACL_FLOAT, acc);
+                memcpy(w + (size_t)((e * M + m) * N + n) * 4, &bits, 4);
+            }
+        k0 += size[e];
+    }
+    p->a[0].i = 1, p->a[1].i = 0, p->a[2].i = 2, p->a[3].i = glt; /* transposeX, transposeWeight, groupType, groupListType */
+    return true;
+}
+static bool mk_gmma(fz_in *in, rng *r, fo_prob *p) { return mk_gmma_any(in, r, p, false); }
+static bool mk_gmma2(fz_in *in, rng *r, fo_prob *p) { return mk_gmma_any(in, r, p, true); }
+
 /* MoeReRouting: tokens (A, H) FLOAT16/BF16/INT8, counts (N, E) INT32/INT64 adding up to S <= A,
  * per-token scales (A) FLOAT or none | permuteTokensOut (A, H), permutePerTokenScalesOut (A),
  * permuteTokenIdxOut (A), expertTokenNumOut (E). Oracle from the documented offsets (block (r, e)
@@ -1030,6 +1069,8 @@ static const struct {
     {"aclnnMoeInitRoutingQuantV2", mk_irq2},
     {"aclnnMoeInitRoutingQuant", mk_irq1},
     {"aclnnMoeTokenPermuteWithRoutingMap", mk_pwrm},
+    {"aclnnGroupedMatmulAdd", mk_gmma},
+    {"aclnnGroupedMatmulAddV2", mk_gmma2},
 };
 static mk_fn row_of(const char *name) {
     for (size_t i = 0; i < sizeof ROWS / sizeof ROWS[0]; i++)
@@ -1434,9 +1475,9 @@ static void valid(fz_in *in, const mf_op_entry *op, mk_fn make, bool corrupt) {
         }
         const bool ok = make_live(&c.L[i], t->dt, t->nd, t->dims, strides, pad ? 1 : 0, false);
         FZ_REQUIRE(ok, "%s: valid tensor %s refused", op->sig->name, op->sig->names[i]);
-        /* outputs start as random bytes, inputs hold the problem */
+        /* outputs start as random bytes (in/out ones as their data), inputs hold the problem */
         for (size_t b = 0; b < c.L[i].bytes; b++) c.L[i].buf[b] = (uint8_t)rnext(&r);
-        if (i < op->sig->n_in && t->data) {
+        if ((i < op->sig->n_in || p.init[i]) && t->data) {
             const size_t es = esize(t->dt);
             const int64_t n = numel_of(t);
             for (int64_t e = 0; e < n; e++)

@@ -20,6 +20,8 @@
 #include "aclnnop/aclnn_grouped_matmul_v3.h"
 #include "aclnnop/aclnn_grouped_matmul_v4.h"
 #include "aclnnop/aclnn_grouped_matmul_v5.h"
+#include "aclnnop/aclnn_grouped_matmul_add.h"
+#include "aclnnop/aclnn_grouped_matmul_add_v2.h"
 #include "aclnnop/aclnn_moe_re_routing.h"
 #include "aclnnop/aclnn_moe_init_routing_v3.h"
 #include "aclnnop/aclnn_moe_init_routing_quant.h"

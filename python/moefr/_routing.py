@@ -33,6 +33,8 @@ _SIGNATURES = {
     "aclnnSwiGlu": [_vp, _i64, _vp],
     "aclnnGroupedMatmulV4": [_vp] * 12 + [_i64] * 4 + [_vp] * 3,
     "aclnnGroupedMatmul": [_vp] * 8 + [_i64, _vp],
+    "aclnnGroupedMatmulAdd": [_vp] * 4 + [_bool, _bool, _i64],
+    "aclnnGroupedMatmulAddV2": [_vp] * 4 + [_bool, _bool, _i64, _i64],
     "aclnnSwiGluGrad": [_vp, _vp, _i64, _vp],
     "aclnnMoeReRouting": [_vp, _vp, _vp, _i64, _i64, _vp, _vp, _vp, _vp],
     "aclnnMoeInitRoutingV3": [_vp] * 4 + [_i64] * 5 + [_bool, _i64, _vp, _i64] + [_vp] * 4,

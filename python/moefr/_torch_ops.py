@@ -24,7 +24,7 @@ in SKIPPED."""
 
 import torch
 
-from . import _npu_gating, _npu_gating_topk, _npu_gmm, _npu_init_routing, _npu_init_routing_quant
+from . import _npu_gating, _npu_gating_topk, _npu_gmm, _npu_gmm_add, _npu_init_routing, _npu_init_routing_quant
 from . import _npu_init_routing_v2, _npu_mlp, _npu_permute, _npu_re_routing, _npu_routing_map
 from . import _routing
 
@@ -889,3 +889,45 @@ npu("npu_grouped_matmul.List(Tensor[] x, Tensor[] weight, *, Tensor[]? bias=None
     "Tensor[]? activation_quant_scale=None, Tensor[]? activation_quant_offset=None, int? split_item=0, "
     "int? group_type=None, int? group_list_type=0, int? act_type=0, ScalarType? output_dtype=None) -> Tensor[]",
     _gmm_cpu, _fake_gmm)
+
+
+# npu_grouped_matmul_add_ mutates self (the schema's Tensor(a!)) and returns it. PyTorch functionalizes no
+# custom operator whose output aliases an input, so the in-place operator is CompositeImplicitAutograd:
+# plain CPU tensors (eager) go to the library in place; anything else (fake, functional tensors under
+# torch.compile / opcheck) is written as self.copy_(npu_grouped_matmul_add(self, ...)), the out-of-place
+# operator of op-plugin's YAML, which has the CPU kernel and the fake (op-plugin's meta: group_type 2).
+# No gradient (torch_npu registers none).
+def _gmm_add_cpu(self, x, weight, group_list, *, transpose_x=True, transpose_weight=False, group_type=2,
+                 group_list_type=0):
+    return _npu_gmm_add.npu_grouped_matmul_add(self, x, weight, group_list, transpose_x=transpose_x,
+                                               transpose_weight=transpose_weight, group_type=group_type,
+                                               group_list_type=group_list_type)
+
+
+def _fake_gmm_add(self, x, weight, group_list, *, transpose_x=True, transpose_weight=False, group_type=2,
+                  group_list_type=0):
+    torch._check(group_type == 2, lambda: "group_type only supports 2, but got %s" % (group_type,))
+    return torch.empty_like(self, memory_format=torch.contiguous_format)
+
+
+def _plain_cpu(t):
+    return (type(t) in (torch.Tensor, torch.nn.Parameter) and t.device.type == "cpu"
+            and not torch._is_functional_tensor(t))
+
+
+def _gmm_add_inplace(self, x, weight, group_list, *, transpose_x=True, transpose_weight=False, group_type=2,
+                     group_list_type=0):
+    kw = dict(transpose_x=transpose_x, transpose_weight=transpose_weight, group_type=group_type,
+              group_list_type=group_list_type)
+    if all(_plain_cpu(t) for t in (self, x, weight, group_list)):
+        with torch.no_grad():
+            return _npu_gmm_add.npu_grouped_matmul_add_(self, x, weight, group_list, **kw)
+    return self.copy_(torch.ops.npu.npu_grouped_matmul_add(self, x, weight, group_list, **kw))
+
+
+npu("npu_grouped_matmul_add(Tensor self, Tensor x, Tensor weight, Tensor group_list, *, bool transpose_x=True, "
+    "bool transpose_weight=False, int group_type=2, int? group_list_type=0) -> Tensor",
+    _gmm_add_cpu, _fake_gmm_add)
+npu("npu_grouped_matmul_add_(Tensor(a!) self, Tensor x, Tensor weight, Tensor group_list, *, bool transpose_x=True, "
+    "bool transpose_weight=False, int group_type=2, int? group_list_type=0) -> Tensor(a!)",
+    _gmm_add_inplace, None, composite=True)

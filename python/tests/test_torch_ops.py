@@ -86,6 +86,10 @@ OP_PLUGIN = [
     "bool out_flag=False, float routed_scaling_factor=1.0, float eps=1e-20) -> (Tensor, Tensor, Tensor)",
     "npu_moe_gating_top_k_backward(Tensor x_norm, Tensor grad_y, Tensor expertIdx, *, int renorm=0, "
     "int norm_type=0, float routed_scaling_factor=1.0, float eps=1e-20) -> Tensor",
+    "npu_grouped_matmul_add(Tensor self, Tensor x, Tensor weight, Tensor group_list, *, bool transpose_x=True, "
+    "bool transpose_weight=False, int group_type=2, int? group_list_type=0) -> Tensor",
+    "npu_grouped_matmul_add_(Tensor(a!) self, Tensor x, Tensor weight, Tensor group_list, *, "
+    "bool transpose_x=True, bool transpose_weight=False, int group_type=2, int? group_list_type=0) -> Tensor(a!)",
 ]
 
 
@@ -196,6 +200,29 @@ class OpCheck(unittest.TestCase):
         scales = torch.rand(int(counts.sum()))
         self.check(torch.ops.npu.npu_moe_re_routing.default, (tokens, counts), dict(per_token_scales=scales))
         self.check(torch.ops.npu.npu_moe_re_routing.default, (tokens, counts))
+
+    def test_grouped_matmul_add_(self):
+        # in place on self (Tensor(a!)): opcheck's schema test sees the mutation the schema declares
+        x, w = torch.randn(12, 5).bfloat16(), torch.randn(12, 7).bfloat16()
+        gl = torch.tensor([4, 4, 12])
+        self.check(torch.ops.npu.npu_grouped_matmul_add_.default, (torch.randn(3, 5, 7), x, w, gl))
+        self.check(torch.ops.npu.npu_grouped_matmul_add.default, (torch.randn(3, 5, 7), x, w, gl))
+        y = torch.randn(3, 5, 7)
+        y0 = y.clone()
+        z = torch_npu.npu_grouped_matmul_add(y, x, w, gl)
+        self.assertTrue(torch.equal(y, y0))
+        self.assertIs(torch_npu.npu_grouped_matmul_add_(y, x, w, gl), y)
+        self.assertTrue(torch.equal(y, z))
+
+        # torch.compile: the in-place call inside a traced function is functionalized through the
+        # out-of-place operator, and gives eager's bits
+        def step(acc, a, b, g):
+            torch_npu.npu_grouped_matmul_add_(acc, a, b, g)
+            return acc * 1
+        torch._dynamo.reset()
+        y1, y2 = y0.clone(), y0.clone()
+        self.assertTrue(torch.equal(torch.compile(step, fullgraph=True)(y1, x, w, gl), step(y2, x, w, gl)))
+        self.assertTrue(torch.equal(y1, y2))
 
     def test_grouped_matmul_list(self):
         x = [torch.randn(5, 3).bfloat16()]

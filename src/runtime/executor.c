@@ -33,6 +33,13 @@ aclOpExecutor *mf_executor_new(mf_op_kind kind, size_t plan_size, mf_run_fn run,
         if (t[i] != NULL) {
             e->tensors[i] = *t[i];
             e->slot[i] = &e->tensors[i];
+            /* one tensor in two slots (an in-place operator's yRef is an input and an output):
+             * one descriptor, so a setter moving either moves the tensor */
+            for (int j = 0; j < i; j++)
+                if (t[j] == t[i]) {
+                    e->slot[i] = e->slot[j];
+                    break;
+                }
         }
     return e;
 }

@@ -33,6 +33,7 @@ for f in include/acl/acl.h include/aclnn/acl_meta.h include/aclnn/aclnn_base.h \
          include/aclnnop/aclnn_grouped_matmul.h include/aclnnop/aclnn_grouped_matmul_v2.h \
          include/aclnnop/aclnn_grouped_matmul_v3.h include/aclnnop/aclnn_grouped_matmul_v4.h \
          include/aclnnop/aclnn_grouped_matmul_v5.h include/aclnnop/aclnn_moe_re_routing.h \
+         include/aclnnop/aclnn_grouped_matmul_add.h include/aclnnop/aclnn_grouped_matmul_add_v2.h \
          include/aclnnop/aclnn_moe_init_routing_v3.h \
          include/aclnnop/aclnn_moe_init_routing_quant.h include/aclnnop/aclnn_moe_init_routing_quant_v2.h \
          include/aclnnop/aclnn_moe_token_permute_with_routing_map.h \
@@ -72,6 +73,8 @@ for sym in aclInit aclrtMalloc aclCreateTensor aclnnMoeFinalizeRoutingV2GradGetW
            aclnnSwiGluGetWorkspaceSize aclnnSwiGlu aclnnSwiGluGradGetWorkspaceSize aclnnSwiGluGrad \
            aclnnGroupedMatmulGetWorkspaceSize aclnnGroupedMatmulV2 aclnnGroupedMatmulV3GetWorkspaceSize \
            aclnnGroupedMatmulV4GetWorkspaceSize aclnnGroupedMatmulV4 aclnnGroupedMatmulV5GetWorkspaceSize moefrBlas \
+           aclnnGroupedMatmulAddGetWorkspaceSize aclnnGroupedMatmulAdd \
+           aclnnGroupedMatmulAddV2GetWorkspaceSize aclnnGroupedMatmulAddV2 \
            aclnnMoeReRoutingGetWorkspaceSize aclnnMoeReRouting \
            aclnnMoeInitRoutingV3GetWorkspaceSize aclnnMoeInitRoutingV3\
            aclnnMoeInitRoutingQuantGetWorkspaceSize aclnnMoeInitRoutingQuant \

@@ -19,6 +19,7 @@ typedef struct gmm_plan {
     int gt;          /* -1 no split, 0 M split, 2 K split */
     int list_type;   /* 0 cumulative ends, 1 counts */
     bool int_array;  /* V1/V2: the group list came as an aclIntArray (values in gl[]) */
+    bool accumulate; /* GroupedMatmulAdd: out += the products (out fp32, read first); an empty group leaves it */
     int nx, nw, nb, ny;
     int64_t E;       /* groups */
     int64_t M, K, N; /* single x (gt 0): M rows; gt 2: M, total K */

@@ -192,6 +192,18 @@ static void store(const gmm_mat *c, int64_t i0, int64_t rows, int64_t j0, int64_
     }
 }
 
+/* The fp32 tile of an accumulating out, read into src's layout (rows of cols). */
+static void load(const gmm_mat *c, int64_t i0, int64_t rows, int64_t j0, int64_t cols, float *dst) {
+    for (int64_t i = 0; i < rows; i++) {
+        float *d = dst + i * cols;
+        if (c->uniform) {
+            mf_widen_f32(mat_at(c, i0 + i, j0), c->cs * c->es, c->dtype, cols, d, 1);
+        } else {
+            for (int64_t j = 0; j < cols; j++) mf_widen_f32(mat_at(c, i0 + i, j0 + j), 0, c->dtype, 1, &d[j], 1);
+        }
+    }
+}
+
 /* Groups whose fp32 or bf16 operands oneDNN reads in place (row- or
  * column-major) go to mf_dnnl_gemm (src/blas/gemm_onednn.c) on CPUs where
  * it is faster than BLIS; bf16 ones only when every input's magnitude is 0
@@ -285,19 +297,21 @@ static void gmm_tile(const gmm_ctx *c, int64_t tile, float *sc, int64_t *cached)
     const int64_t i0 = mb * sh->mt, j0 = panel * sh->nt;
     const int64_t rows = g->m - i0 < sh->mt ? g->m - i0 : sh->mt, cols = g->n - j0 < sh->nt ? g->n - j0 : sh->nt;
     float *cbuf = sc, *abuf = sc + sh->sm * sh->sn, *bbuf = abuf + (p->pack_a ? sh->sm * sh->ka : 0);
-    if (g->zero) {
+    if (g->zero) { /* (an accumulating call has no tiles for it) */
         memset(cbuf, 0, (size_t)(rows * cols) * 4);
         store(&g->c, i0, rows, j0, cols, cbuf);
         return;
     }
-    const float beta = g->bias ? 1.0f : 0.0f;
+    const float beta = g->bias || p->accumulate ? 1.0f : 0.0f;
     if (g->bias) fill_bias(p, g, j0, rows, cols, cbuf);
+    if (p->accumulate) load(&g->c, i0, rows, j0, cols, cbuf);
     if (g->onednn && mf_dnnl_gemm(g->a.dtype == ACL_BF16, rows, cols, g->k, mat_at(&g->a, i0, 0), g->a.rs, g->a.cs,
                                   mat_at(&g->b, 0, j0), g->b.rs, g->b.cs, beta, cbuf, cols)) {
         store(&g->c, i0, rows, j0, cols, cbuf);
         return;
     }
     if (g->onednn && g->bias) fill_bias(p, g, j0, rows, cols, cbuf); /* a failed call may have added to it */
+    if (g->onednn && p->accumulate) load(&g->c, i0, rows, j0, cols, cbuf);
     const float *A, *B;
     int64_t rsa, csa, rsb, csb;
     if (direct(&g->a, rows, g->k)) {
@@ -487,7 +501,7 @@ aclnnStatus mf_gmm_run(const void *plan, const aclTensor *const *t, void *worksp
     first[0] = 0;
     for (int64_t i = 0; i < p->E; i++) {
         const gmm_group *q = &g[i];
-        const int64_t tiles = q->m > 0 && q->n > 0 && (q->k > 0 || q->zero)
+        const int64_t tiles = q->m > 0 && q->n > 0 && (q->k > 0 || (q->zero && !p->accumulate))
                                   ? ((q->m + c.sh.mt - 1) / c.sh.mt) * ((q->n + c.sh.nt - 1) / c.sh.nt)
                                   : 0;
         first[i + 1] = first[i] + tiles;

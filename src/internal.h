@@ -176,6 +176,10 @@ typedef enum {
     MF_OP_TOKEN_UNPERMUTE_WITH_EP_GRAD = 32,
     MF_OP_GATING_TOP_K = 33,
     MF_OP_FUSED_TOPK = 34,
+    MF_OP_DYNAMIC_QUANT = 35, /* aclnnDynamicQuant (V1), ops-nn */
+    MF_OP_DYNAMIC_QUANT_V2 = 36,
+    MF_OP_DYNAMIC_QUANT_V3 = 37,
+    MF_OP_DYNAMIC_QUANT_V4 = 38,
     MF_OP_KIND_END /* one past the last kind: keep it last (tests/test_registry.c walks 1..END-1) */
 } mf_op_kind;
 /* The most tensors (inputs + outputs) an operator's signature has. */

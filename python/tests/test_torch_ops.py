@@ -86,6 +86,10 @@ OP_PLUGIN = [
     "bool out_flag=False, float routed_scaling_factor=1.0, float eps=1e-20) -> (Tensor, Tensor, Tensor)",
     "npu_moe_gating_top_k_backward(Tensor x_norm, Tensor grad_y, Tensor expertIdx, *, int renorm=0, "
     "int norm_type=0, float routed_scaling_factor=1.0, float eps=1e-20) -> Tensor",
+    "npu_dynamic_quant(Tensor input, *, Tensor? smooth_scales=None, Tensor? group_index=None, int? dst_type=None, "
+    "str quant_mode=\"pertoken\", float dst_type_max=0.0) -> (Tensor, Tensor)",
+    "npu_dynamic_quant_asymmetric(Tensor input, *, Tensor? smooth_scales=None, Tensor? group_index=None, "
+    "int? dst_type=None, str quant_mode=\"pertoken\", float dst_type_max=0.0) -> (Tensor, Tensor, Tensor)",
 ]
 
 
@@ -157,6 +161,14 @@ class OpCheck(unittest.TestCase):
                    dict(active_num=N * K, expert_num=E, quant_mode=1, expert_tokens_num_mode=2))
         self.check(torch.ops.npu.npu_moe_compute_expert_tokens.default,
                    (torch.sort(e.reshape(-1)).values, E))
+        xq = torch.randn(2, 3, 16).bfloat16()
+        self.check(torch.ops.npu.npu_dynamic_quant.default, (xq,))
+        self.check(torch.ops.npu.npu_dynamic_quant.default, (xq.reshape(6, 16),),
+                   dict(smooth_scales=torch.rand(2, 16).bfloat16() + 0.5,
+                        group_index=torch.tensor([2, 6], dtype=torch.int32), dst_type=16))
+        if not os.environ.get("MOEFR_SOC"):  # pertensor / perchannel: aclnnDynamicQuantV4, Ascend 950 only
+            self.check(torch.ops.npu.npu_dynamic_quant_asymmetric.default, (xq,), dict(quant_mode="perchannel"))
+            self.check(torch.ops.npu.npu_dynamic_quant_asymmetric.default, (xq,), dict(quant_mode="pertensor"))
 
     def test_permute(self):
         N, K, E, H = 6, 3, 4, 5

@@ -15,6 +15,46 @@
 #include "ops/common.h"
 #include "ops/opdef.h"
 #include "ops/quant/dynamic_quant.h"
+#include "ops/routing/quant_int8.h"
+
+/* the generic four-lane loops (dynamic_quant_avx2.c builds the eight-lane ones) */
+#define GT_W 4
+#define DQ_MINMAX mf_dq_minmax_generic
+#define DQ_QUANT mf_dq_quant_generic
+#include "ops/quant/dynamic_quant_core.h"
+#undef GT_W
+
+/* The vector loops of the kernel path: the symmetric max and Ascend 950's
+ * symmetric int8 quotient are MoeInitRoutingQuant's (quant_int8.h: the same
+ * operations, NaN never wins, half to even with even = true, saturated to
+ * [-128, 127], NaN -> 0); the rest dynamic_quant_core.h's. */
+typedef struct dq_loops {
+    int64_t (*absmax)(const float *v, int64_t n, float *m);
+    int64_t (*q8)(const float *v, int64_t n, float s, bool even, int8_t *out, bool nt);
+    int64_t (*minmax)(const float *v, int64_t n, float *hi, float *lo);
+    int64_t (*quant)(const float *v, int64_t n, const mf_dq_math *m, const mf_dq_scale *s, int8_t *q);
+} dq_loops;
+static const dq_loops *dq_pick(void) {
+    static const dq_loops generic = {mf_q8_absmax_generic, mf_q8_quant_generic, mf_dq_minmax_generic,
+                                     mf_dq_quant_generic};
+#if defined(MOEFR_X86_KERNELS)
+    static const dq_loops avx2 = {mf_q8_absmax_avx2, mf_q8_quant_avx2, mf_dq_minmax_avx2, mf_dq_quant_avx2};
+    if (strncmp(mf_kernels()->isa, "avx", 3) == 0) return &avx2;
+#endif
+    return &generic;
+}
+
+/* the max (and min) of n values into a: whole vectors, then the tail */
+static void acc_vec(const dq_loops *k, mf_dq_acc *a, const float *v, int64_t n, bool sym) {
+    const int64_t j = sym ? k->absmax(v, n, &a->hi) : k->minmax(v, n, &a->hi, &a->lo);
+    mf_dq_acc_add(a, v + j, n - j, sym);
+}
+/* n values quantised into q: whole vectors, then the tail */
+static void quant_vec(const dq_loops *k, const mf_dq_math *m, const mf_dq_scale *s, const float *v, int64_t n,
+                      int8_t *q) {
+    const int64_t j = !m->a2 && m->sym && m->Q == 127.0f ? k->q8(v, n, s->k, true, q, false) : k->quant(v, n, m, s, q);
+    mf_dq_quant(m, s, v + j, n - j, q + j);
+}
 
 #define TILING ACLNN_ERR_INNER_TILING_ERROR
 #define INVALID ACLNN_ERR_PARAM_INVALID
@@ -106,13 +146,16 @@ static int64_t group_of(const int64_t *pm, int64_t E, int64_t r) {
 
 typedef struct dq_ctx {
     const dq_plan *p;
+    const dq_loops *k;
     const aclTensor *x, *sm, *y, *sc, *of;
     const int64_t *pm; /* running maximum of the group index (grouped) */
     mf_dq_scale whole; /* MODE_TENSOR: the one scale */
 } dq_ctx;
 
-/* n elements of x's row r widened to fp32 from column c0, times the smooth row */
-static void load_row(const dq_ctx *c, int64_t r, int64_t c0, int64_t n, float *v, float *tmp, int64_t g) {
+/* n elements of x's row r widened to fp32 from column c0, times the smooth
+ * row g (widened a slice at a time) */
+#define SLICE 512
+static void load_row(const dq_ctx *c, int64_t r, int64_t c0, int64_t n, float *v, int64_t g) {
     const aclTensor *x = c->x;
     const int nd = x->ndim;
     const size_t es = 2;
@@ -122,8 +165,12 @@ static void load_row(const dq_ctx *c, int64_t r, int64_t c0, int64_t n, float *v
         const aclTensor *s = c->sm;
         const char *srow = mf_tensor_base(s) + (c->p->grouped ? g * s->strides[0] * (int64_t)es : 0);
         const int64_t st = s->strides[s->ndim - 1] * (int64_t)es;
-        mf_widen_f32(srow + c0 * st, st, s->dtype, n, tmp, 1);
-        for (int64_t j = 0; j < n; j++) v[j] *= tmp[j];
+        float tmp[SLICE];
+        for (int64_t j0 = 0; j0 < n; j0 += SLICE) {
+            const int64_t m = n - j0 < SLICE ? n - j0 : SLICE;
+            mf_widen_f32(srow + (c0 + j0) * st, st, s->dtype, m, tmp, 1);
+            for (int64_t j = 0; j < m; j++) v[j0 + j] *= tmp[j];
+        }
     }
 }
 
@@ -153,14 +200,28 @@ static inline void put_f32(const aclTensor *t, int nd, int64_t i, float v) {
     if (t != NULL) memcpy(flat_at(t, nd, i, 4), &v, 4);
 }
 
-#define TILE 1024
+#define TILE 8192 /* fp32 values of a row widened at a time (32 KiB on the stack) */
 
-/* pertoken: rows [b, e) */
+/* y's row r from column c0 (a multiple of 8 for INT32): n values of q */
+static void store_at(const dq_ctx *c, int64_t r, int64_t c0, const int8_t *q, int64_t n) {
+    if (c0 == 0) {
+        store_row(c, r, q, n);
+        return;
+    }
+    dq_ctx cc = *c;
+    aclTensor yv = *c->y;
+    yv.offset += (c0 / (c->p->ydt == ACL_INT8 ? 1 : 8)) * yv.strides[yv.ndim - 1];
+    cc.y = &yv;
+    store_row(&cc, r, q, n);
+}
+
+/* pertoken: rows [b, e); a row longer than a tile is widened twice */
 static void token_rows(void *ctx, int64_t b, int64_t e) {
     const dq_ctx *c = ctx;
     const dq_plan *p = c->p;
     const int64_t N = p->N;
-    float v[TILE], tmp[TILE];
+    const bool kept = N <= TILE;
+    float v[TILE];
     int8_t q[TILE];
     for (int64_t r = b; r < e; r++) {
         const int64_t g = p->grouped ? group_of(c->pm, p->E, r) : 0;
@@ -168,28 +229,17 @@ static void token_rows(void *ctx, int64_t b, int64_t e) {
         mf_dq_acc_init(&a);
         for (int64_t c0 = 0; c0 < N; c0 += TILE) {
             const int64_t n = N - c0 < TILE ? N - c0 : TILE;
-            load_row(c, r, c0, n, v, tmp, g);
-            mf_dq_acc_add(&a, v, n, p->m.sym);
+            load_row(c, r, c0, n, v, g);
+            acc_vec(c->k, &a, v, n, p->m.sym);
         }
         const mf_dq_scale s = mf_dq_scale_of(&p->m, &a);
         put_f32(c->sc, c->sc->ndim, r, s.scale);
         put_f32(c->of, c->of ? c->of->ndim : 0, r, s.offset);
-        /* a row longer than a tile is stored a tile at a time: tiles are whole words */
         for (int64_t c0 = 0; c0 < N; c0 += TILE) {
             const int64_t n = N - c0 < TILE ? N - c0 : TILE;
-            load_row(c, r, c0, n, v, tmp, g);
-            mf_dq_quant(&p->m, &s, v, n, q);
-            if (c0 == 0 && n == N) store_row(c, r, q, n);
-            else {
-                /* a partial row: store through a shifted view of the same row */
-                dq_ctx cc = *c;
-                aclTensor yv = *c->y;
-                const int nd = yv.ndim;
-                const int64_t per = p->ydt == ACL_INT8 ? 1 : 8;
-                yv.offset += (c0 / per) * yv.strides[nd - 1];
-                cc.y = &yv;
-                store_row(&cc, r, q, n);
-            }
+            if (!kept) load_row(c, r, c0, n, v, g);
+            quant_vec(c->k, &p->m, &s, v, n, q);
+            store_at(c, r, c0, q, n);
         }
     }
 }
@@ -199,19 +249,14 @@ static void tensor_rows(void *ctx, int64_t b, int64_t e) {
     const dq_ctx *c = ctx;
     const dq_plan *p = c->p;
     const int64_t N = p->N;
-    float v[TILE], tmp[TILE];
+    float v[TILE];
     int8_t q[TILE];
     for (int64_t r = b; r < e; r++)
         for (int64_t c0 = 0; c0 < N; c0 += TILE) {
             const int64_t n = N - c0 < TILE ? N - c0 : TILE;
-            load_row(c, r, c0, n, v, tmp, 0);
-            mf_dq_quant(&p->m, &c->whole, v, n, q);
-            dq_ctx cc = *c;
-            aclTensor yv = *c->y;
-            const int64_t per = p->ydt == ACL_INT8 ? 1 : 8;
-            yv.offset += (c0 / per) * yv.strides[yv.ndim - 1];
-            cc.y = &yv;
-            store_row(&cc, r, q, n);
+            load_row(c, r, c0, n, v, 0);
+            quant_vec(c->k, &p->m, &c->whole, v, n, q);
+            store_at(c, r, c0, q, n);
         }
 }
 
@@ -221,7 +266,7 @@ static void channel_items(void *ctx, int64_t b0, int64_t e0) {
     const dq_ctx *c = ctx;
     const dq_plan *p = c->p;
     const int64_t M = p->M, N = p->N, tiles = (N + CT - 1) / CT;
-    float v[CT], tmp[CT];
+    float v[CT];
     int8_t q[CT];
     for (int64_t it = b0; it < e0; it++) {
         const int64_t bb = it / tiles, c0 = (it % tiles) * CT, n = N - c0 < CT ? N - c0 : CT;
@@ -233,7 +278,7 @@ static void channel_items(void *ctx, int64_t b0, int64_t e0) {
         cc.sm = NULL;
         const aclTensor *s = c->sm;
         for (int64_t m = 0; m < M; m++) {
-            load_row(&cc, bb * M + m, c0, n, v, tmp, 0);
+            load_row(&cc, bb * M + m, c0, n, v, 0);
             if (s) {
                 const float f = mf_small_f32(&(mf_small){mf_tensor_base(s), s->strides[0] * 2, 0, s->dtype}, m, 0);
                 for (int64_t j = 0; j < n; j++) v[j] *= f;
@@ -247,17 +292,13 @@ static void channel_items(void *ctx, int64_t b0, int64_t e0) {
             put_f32(c->of, c->of ? c->of->ndim : 0, bb * N + c0 + j, sc[j].offset);
         }
         for (int64_t m = 0; m < M; m++) {
-            load_row(&cc, bb * M + m, c0, n, v, tmp, 0);
+            load_row(&cc, bb * M + m, c0, n, v, 0);
             if (s) {
                 const float f = mf_small_f32(&(mf_small){mf_tensor_base(s), s->strides[0] * 2, 0, s->dtype}, m, 0);
                 for (int64_t j = 0; j < n; j++) v[j] *= f;
             }
             for (int64_t j = 0; j < n; j++) mf_dq_quant(&p->m, &sc[j], &v[j], 1, &q[j]);
-            aclTensor yv = *c->y;
-            const int64_t per = p->ydt == ACL_INT8 ? 1 : 8;
-            yv.offset += (c0 / per) * yv.strides[yv.ndim - 1];
-            cc.y = &yv;
-            store_row(&cc, bb * M + m, q, n);
+            store_at(c, bb * M + m, c0, q, n);
         }
     }
 }
@@ -268,7 +309,7 @@ static aclnnStatus dq_run(const void *plan, const aclTensor *const *slots, void 
     if (p->empty) return ACLNN_SUCCESS;
     const aclTensor *t[R_N];
     mf_by_role(p->at, R_N, slots, NULL, t, NULL);
-    dq_ctx c = {p, t[R_X], t[R_SMOOTH], t[R_Y], t[R_SCALE], t[R_OFFSET], NULL, {0, 0, 0}};
+    dq_ctx c = {p, dq_pick(), t[R_X], t[R_SMOOTH], t[R_Y], t[R_SCALE], t[R_OFFSET], NULL, {0, 0, 0}};
     const int64_t R = p->B * p->M;
     int64_t pm[MF_DQ_MAX_GROUPS];
     if (p->grouped) {
@@ -299,14 +340,14 @@ static aclnnStatus dq_run(const void *plan, const aclTensor *const *slots, void 
     if (p->mode == MODE_TOKEN) {
         mf_parallel_for(R, token_rows, &c, 32768 / work + 1);
     } else if (p->mode == MODE_TENSOR) {
-        float v[TILE], tmp[TILE];
+        float v[TILE];
         mf_dq_acc a;
         mf_dq_acc_init(&a);
         for (int64_t r = 0; r < R; r++)
             for (int64_t c0 = 0; c0 < p->N; c0 += TILE) {
                 const int64_t n = p->N - c0 < TILE ? p->N - c0 : TILE;
-                load_row(&c, r, c0, n, v, tmp, 0);
-                mf_dq_acc_add(&a, v, n, p->m.sym);
+                load_row(&c, r, c0, n, v, 0);
+                acc_vec(c.k, &a, v, n, p->m.sym);
             }
         c.whole = mf_dq_scale_of(&p->m, &a);
         put_f32(c.sc, c.sc->ndim, 0, c.whole.scale);

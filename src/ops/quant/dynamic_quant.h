@@ -113,4 +113,13 @@ static inline void mf_dq_quant(const mf_dq_math *m, const mf_dq_scale *s, const 
     }
 }
 
+/* dynamic_quant_core.h's loops, per width: whole vectors of v[0..n), returning
+ * how many elements they did (max and min; the quantisation of mf_dq_quant) */
+int64_t mf_dq_minmax_generic(const float *v, int64_t n, float *hi, float *lo);
+int64_t mf_dq_quant_generic(const float *v, int64_t n, const mf_dq_math *m, const mf_dq_scale *s, int8_t *q);
+#if defined(MOEFR_X86_KERNELS)
+int64_t mf_dq_minmax_avx2(const float *v, int64_t n, float *hi, float *lo);
+int64_t mf_dq_quant_avx2(const float *v, int64_t n, const mf_dq_math *m, const mf_dq_scale *s, int8_t *q);
+#endif
+
 #endif /* MOEFR_OPS_QUANT_DYNAMIC_QUANT_H_ */

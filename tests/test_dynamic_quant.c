@@ -330,7 +330,7 @@ static void validation(void) {
     aclTensor *sm2 = tu_mk(2, 3, 16, 0, ACL_FLOAT16, smh), *sm2b = tu_mk(2, 2, 16, 0, ACL_FLOAT16, smh);
     aclTensor *sm2c = tu_mk(2, 3, 15, 0, ACL_FLOAT16, smh);
     aclTensor *g = tu_mk(1, 3, 0, 0, ACL_INT32, gi), *g2 = tu_mk(2, 1, 3, 0, ACL_INT32, gi);
-    aclTensor *gf = tu_mk(1, 3, 0, 0, ACL_FLOAT, gi);
+    aclTensor *gf = tu_mk(1, 3, 0, 0, ACL_FLOAT, gi), *g0 = tu_mk(1, 0, 0, 0, ACL_INT32, gi);
     aclTensor *xe = tu_mk(2, 0, 16, 0, ACL_FLOAT16, xh), *ye = tu_mk(2, 0, 16, 0, ACL_INT8, yb);
     aclTensor *sce = tu_mk(1, 0, 0, 0, ACL_FLOAT, sb);
     uint64_t ws = 0;
@@ -369,6 +369,8 @@ static void validation(void) {
     V2C(x, sm2b, g, y, sc, NULL, TL);   /* smooth dim0 != groups */
     V2C(x, sm2c, g, y, sc, NULL, TL);   /* smooth dim1 != H */
     V2C(x, sm, g, y, sc, NULL, TL);     /* smooth 1-D with a group */
+    V2C(x, sm, g0, y, sc, NULL, g_a2 ? ACLNN_SUCCESS : TL); /* no groups: A2 takes it as none, 950 refuses */
+    V2C(x, sm2, g0, y, sc, NULL, TL);
     if (!g_a2) {
         V2C(x, NULL, NULL, yf8, sc, NULL, IV); /* in the 950 table, not implemented */
         V3C(x, NULL, NULL, true, "pertoken", y, sc, NULL, ACLNN_SUCCESS);
@@ -393,12 +395,18 @@ static void validation(void) {
             ACLNN_ERR_INNER, NULL, __LINE__);
         V2C(x, NULL, NULL, yf8, sc, NULL, IV); /* not in the A2 table */
     }
+    { /* an output whose rows share memory: refused */
+        const int64_t d2[2] = {4, 16}, st0[2] = {0, 1}, one = 16;
+        aclTensor *yo = aclCreateTensor(d2, 2, ACL_INT8, st0, 0, ACL_FORMAT_ND, &one, 1, yb);
+        V1C(x, NULL, yo, sc, IV);
+        tu_destroy(yo);
+    }
     CHECK(!bad, "phase-1 rules");
     CHECK(aclnnDynamicQuantV2GetWorkspaceSize(x, NULL, NULL, 2, ybad, sc, NULL, &ws, &e) == IV &&
               tu_msg_has("aclnnDynamicQuantV2", "yOut", NULL),
           "message names the operator and the parameter: %s", tu_msg());
     aclTensor *all[] = {x, xb, x1, xf, y, ybad, yi32, yi32b, yf8, yu8, sc, sc5, sc1, scc, of, of5, sm, smb,
-                        sm15, sm4, sm2, sm2b, sm2c, g, g2, gf, xe, ye, sce};
+                        sm15, sm4, sm2, sm2b, sm2c, g, g2, gf, g0, xe, ye, sce};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tu_destroy(all[i]);
 }
 

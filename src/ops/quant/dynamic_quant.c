@@ -364,6 +364,29 @@ static aclnnStatus dq_run(const void *plan, const aclTensor *const *slots, void 
 
 static const char *shape(const aclTensor *t, char *b, size_t n) { return mf_shape_str(t, b, n); }
 
+/* Two elements of t share memory (a stride <= 0 on a dim of more than one
+ * element, or a stride shorter than the span of the dims inside it): such an
+ * output cannot take one value per element deterministically. (The rule of
+ * grouped_matmul.c's outputs.) */
+static bool self_overlaps(const aclTensor *t) {
+    int64_t st[MF_MAX_DIMS], sz[MF_MAX_DIMS];
+    int n = 0;
+    if (t->numel == 0) return false;
+    for (int d = 0; d < t->ndim; d++)
+        if (t->dims[d] > 1) {
+            if (t->strides[d] <= 0) return true;
+            int k = n++;
+            while (k > 0 && st[k - 1] > t->strides[d]) st[k] = st[k - 1], sz[k] = sz[k - 1], k--;
+            st[k] = t->strides[d], sz[k] = t->dims[d];
+        }
+    int64_t need = 1;
+    for (int k = 0; k < n; k++) {
+        if (st[k] < need) return true;
+        if (__builtin_mul_overflow(st[k], sz[k], &need)) return false;
+    }
+    return false;
+}
+
 /* dims [0, n) of a and b equal */
 static bool same_lead(const aclTensor *a, const aclTensor *b, int n) {
     for (int d = 0; d < n; d++)
@@ -456,6 +479,11 @@ static aclnnStatus plan_common(const mf_op_def *def, const int8_t *at, const acl
         return mf_fail(INVALID, "%s: offsetOut must have scaleOut's shape %s, got %s", OP, shape(sc, b1, sizeof b1),
                        shape(of, b2, sizeof b2));
 
+    /* moefr's own rule: outputs are written in place, one value per element */
+    for (int r = R_Y; r <= R_OFFSET; r++)
+        if (t[r] != NULL && self_overlaps(t[r]))
+            return mf_fail(INVALID, "%s: %s has elements that share memory (a stride of 0, negative or shorter than the "
+                           "dims inside it); each output element needs its own place", OP, nm[r]);
     dq_plan pl;
     memset(&pl, 0, sizeof pl);
     memcpy(pl.at, at, sizeof pl.at);
@@ -466,7 +494,17 @@ static aclnnStatus plan_common(const mf_op_def *def, const int8_t *at, const acl
     }
     /* the tiling checks (dynamic_quant_tiling_arch35.cpp CheckOpInputShape) */
     unsigned unused = 0;
-    if (sm != NULL && gi != NULL) {
+    if (sm != NULL && gi != NULL && gi->dims[0] == 0 && mf_soc_strict()) {
+        /* A2/A3's tiling (dynamic_quant_tiling.cpp CheckSmoothShape) takes zero
+         * groups as none: the smooth scale is then one row of x's last dim */
+        if (sm->ndim != 1)
+            return mf_fail(TILING, "%s: with an empty group index smoothScalesOptional must be 1-D, got %d-D %s", OP,
+                           sm->ndim, shape(sm, b1, sizeof b1));
+        if (sm->dims[0] != H)
+            return mf_fail(TILING, "%s: smoothScalesOptional must have x's last dim %lld elements, got %lld", OP,
+                           (long long)H, (long long)sm->dims[0]);
+        unused |= 1u << at[R_GROUP];
+    } else if (sm != NULL && gi != NULL) {
         const int64_t E = gi->dims[0];
         if (E <= 0 || E > MF_DQ_MAX_GROUPS)
             return mf_fail(TILING, "%s: groupIndexOptional must have 1..%d entries, got %lld", OP, MF_DQ_MAX_GROUPS,

@@ -378,6 +378,7 @@ static void validation(void) {
         V3C(x, NULL, NULL, false, "pertoken", y, sc, NULL, IV); /* asym without */
         V3C(x, NULL, NULL, true, "perrow", y, sc, NULL, IV);
         V3C(x, NULL, NULL, true, NULL, y, sc, NULL, N1);
+        V3C(x, NULL, NULL, true, NULL, y, sc, of, IV); /* the offset rule comes before quantMode is read */
         V3C(x, sm2, g, true, "perchannel", y, scc, NULL, IV);   /* perchannel with a group */
         V3C(x, NULL, NULL, true, "pertensor", y, sc1, NULL, ACLNN_SUCCESS);
         V3C(x, NULL, NULL, true, "pertensor", y, sc, NULL, IV);

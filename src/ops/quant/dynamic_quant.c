@@ -407,12 +407,13 @@ static aclnnStatus plan_common(const mf_op_def *def, const int8_t *at, const acl
     if (x == NULL) return mf_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: x is NULL", OP);
     if (y == NULL) return mf_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: yOut is NULL", OP);
     if (sc == NULL) return mf_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: scaleOut is NULL", OP);
-    if (quantMode == NULL) return mf_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: quantMode is NULL", OP);
     /* CheckAttr */
     if (isSymmetrical && of != NULL)
         return mf_fail(INVALID, "%s: isSymmetrical is true, so offsetOut must be NULL", OP);
     if (!isSymmetrical && of == NULL)
         return mf_fail(INVALID, "%s: isSymmetrical is false, so offsetOut must not be NULL", OP);
+    /* CANN makes a std::string of quantMode here (undefined for NULL) */
+    if (quantMode == NULL) return mf_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: quantMode is NULL", OP);
     int mode;
     if (strcmp(quantMode, "pertoken") == 0) mode = MODE_TOKEN;
     else if (strcmp(quantMode, "pertensor") == 0) mode = MODE_TENSOR;

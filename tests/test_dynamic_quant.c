@@ -9,7 +9,8 @@
  * index; symmetric and asymmetric; INT8 and INT32 (eight int4) outputs;
  * pertoken, pertensor, perchannel; strided inputs and outputs; poisoned
  * outputs with guard bytes; every phase-1 rule's code; refusals leave the
- * outputs untouched. Runs under MOEFR_SOC=ascend910b too (A2 arithmetic). */
+ * outputs untouched; the inputs of ops-nn's samples against its documented formulas. Runs under
+ * MOEFR_SOC=ascend910b too (A2 arithmetic). */
 #include <math.h>
 
 #include "aclnnop/aclnn_dynamic_quant.h"
@@ -411,6 +412,49 @@ static void validation(void) {
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tu_destroy(all[i]);
 }
 
+/* The inputs of ops-nn's own samples (quant/dynamic_quant/examples/test_aclnn_dynamic_quant.cpp: V1,
+ * x[i][j] = 32i + j, smooth[j] = 32j + 1, (4, 32) fp16; docs/aclnnDynamicQuantV4.md: V4 asymmetric
+ * pertoken, x = 0..7 as (4, 2), smooth (2, 2) = 0..3, groups {2, 4}), against CANN's documented
+ * formulas worked out in float64: y within half a step of v / scale (+ offset), the extremes exact. */
+static void cann_samples(void) {
+    uint16_t xh[128], smh[32];
+    for (int i = 0; i < 128; i++) xh[i] = aclFloatToFloat16((float)i);
+    for (int j = 0; j < 32; j++) smh[j] = aclFloatToFloat16((float)(32 * j + 1));
+    int8_t y[128];
+    float sc[4], of[4];
+    aclTensor *x = tu_mk(2, 4, 32, 0, ACL_FLOAT16, xh), *sm = tu_mk(1, 32, 0, 0, ACL_FLOAT16, smh);
+    aclTensor *yt = tu_mk(2, 4, 32, 0, ACL_INT8, y), *st = tu_mk(1, 4, 0, 0, ACL_FLOAT, sc);
+    dq_case c = {.ver = V1, .sym = true};
+    CHECK(call(&c, x, sm, NULL, yt, st, NULL) == ACLNN_SUCCESS, "V1 sample: %s", tu_msg());
+    for (int i = 0; i < 4; i++) {
+        const double mx = (32.0 * i + 31) * (32.0 * 31 + 1);
+        CHECK(fabs(sc[i] - mx / 127) <= 1e-6 * mx / 127, "V1 sample scale[%d] = %g, want %g", i, sc[i], mx / 127);
+        for (int j = 0; j < 32; j++) {
+            const double want = (32.0 * i + j) * (32.0 * j + 1) * 127 / mx;
+            CHECK(fabs(y[i * 32 + j] - want) <= 0.5 + 1e-4, "V1 sample y[%d][%d] = %d, want %.4f", i, j, y[i * 32 + j],
+                  want);
+        }
+        CHECK(y[i * 32 + 31] == 127, "V1 sample row max");
+    }
+    tu_destroy(x), tu_destroy(sm), tu_destroy(yt), tu_destroy(st);
+    if (g_a2) return; /* V4: Ascend 950 only */
+    int32_t gi[2] = {2, 4};
+    x = tu_mk(2, 4, 2, 0, ACL_FLOAT16, xh);
+    sm = tu_mk(2, 2, 2, 0, ACL_FLOAT16, xh); /* 0, 1, 2, 3 */
+    aclTensor *g = tu_mk(1, 2, 0, 0, ACL_INT32, gi), *ot = tu_mk(1, 4, 0, 0, ACL_FLOAT, of);
+    yt = tu_mk(2, 4, 2, 0, ACL_INT8, y), st = tu_mk(1, 4, 0, 0, ACL_FLOAT, sc);
+    dq_case c4 = {.ver = V4, .sym = false, .mode = TOKEN};
+    CHECK(call(&c4, x, sm, g, yt, st, ot) == ACLNN_SUCCESS, "V4 sample: %s", tu_msg());
+    for (int i = 0; i < 4; i++) {
+        const double s0 = i < 2 ? 0 : 2, s1 = i < 2 ? 1 : 3, v0 = 2.0 * i * s0, v1 = (2.0 * i + 1) * s1;
+        const double scale = (v1 - v0) / 255, off = 127 - v1 / scale;
+        CHECK(fabs(sc[i] - scale) <= 1e-6 * scale && fabs(of[i] - off) <= 1e-5 * fabs(off),
+              "V4 sample row %d: scale %g offset %g, want %g %g", i, sc[i], of[i], scale, off);
+        CHECK(y[2 * i] == -128 && y[2 * i + 1] == 127, "V4 sample row %d: y %d %d", i, y[2 * i], y[2 * i + 1]);
+    }
+    tu_destroy(x), tu_destroy(sm), tu_destroy(g), tu_destroy(ot), tu_destroy(yt), tu_destroy(st);
+}
+
 /* a group index that leaves rows without a smooth scale: 161002 in phase 2, outputs untouched */
 static void uncovered_rows(void) {
     uint16_t xh[6 * 8], smh[2 * 8];
@@ -451,6 +495,7 @@ int main(void) {
     const char *soc = getenv("MOEFR_SOC");
     g_a2 = soc && strcmp(soc, "ascend910b") == 0;
     validation();
+    cann_samples();
     uncovered_rows();
     refusals_untouched();
     random_cases();

@@ -20,7 +20,8 @@
 #define TU_COUNT_FAILURES
 #include "testutil.h"
 
-static int g_a2; /* MOEFR_SOC=ascend910b */
+static int g_a2;     /* MOEFR_SOC=ascend910b */
+static int g_strict; /* MOEFR_STRICT=1: the group index must be non-decreasing, ending at the rows */
 
 static float h2f(int dt, uint16_t h) {
     if (dt == ACL_FLOAT16) return aclFloat16ToFloat(h);
@@ -161,7 +162,7 @@ static void run_case(const dq_case *c) {
         int64_t at = 0;
         for (int64_t g = 0; g < c->E; g++) {
             at += tu_int(0, 2 * R / c->E + 1);
-            if (at > R || g == c->E - 1) at = R + (g == c->E - 1 && tu_chance(20) ? 3 : 0);
+            if (at > R || g == c->E - 1) at = R + (g == c->E - 1 && !g_strict && tu_chance(20) ? 3 : 0);
             gidx[g] = (int32_t)at;
         }
     }
@@ -473,6 +474,14 @@ static void uncovered_rows(void) {
     gi[1] = 6;
     rc = call(&c, x, sm, g, y, sc, NULL);
     CHECK(rc == ACLNN_SUCCESS, "covered rows: %d %s", rc, tu_msg());
+    /* decreasing, or past the rows: CANN's "meaningless" inputs, refused only under MOEFR_STRICT=1 */
+    static const int32_t odd[2][2] = {{7, 6}, {2, 9}};
+    for (int k = 0; k < 2; k++) {
+        memcpy(gi, odd[k], sizeof gi);
+        rc = call(&c, x, sm, g, y, sc, NULL);
+        CHECK(g_strict ? rc == ACLNN_ERR_PARAM_INVALID && tu_msg_has("MOEFR_STRICT", NULL) : rc == ACLNN_SUCCESS,
+              "group index {%d, %d}: %d %s", gi[0], gi[1], rc, tu_msg());
+    }
     tu_destroy(x), tu_destroy(sm), tu_destroy(g), tu_destroy(y), tu_destroy(sc);
     free(yb), free(sb);
 }
@@ -494,6 +503,8 @@ int main(void) {
     tu_seed("test_dynamic_quant");
     const char *soc = getenv("MOEFR_SOC");
     g_a2 = soc && strcmp(soc, "ascend910b") == 0;
+    const char *strict = getenv("MOEFR_STRICT");
+    g_strict = strict && strcmp(strict, "1") == 0;
     validation();
     cann_samples();
     uncovered_rows();

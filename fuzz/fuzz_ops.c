@@ -1040,6 +1040,60 @@ static bool mk_pwrm(fz_in *in, rng *r, fo_prob *p) {
     return true;
 }
 
+/* DynamicQuantV2: x (R, H) FLOAT16/BF16, smooth none, (H) or (E, H) with a cumulative INT32 group
+ * index ending at R, offset given (asymmetric) or not | y INT8 (R, H), scale (R), offset (R). The
+ * oracle does Ascend 950's fp32 steps in double, each rounded to fp32 (exact for products and
+ * quotients), then rint and the clamp (docs/CANN_COMPAT.md, "DynamicQuant"); bytes must match. */
+static float f32r(double d) { return (float)d; }
+static bool mk_dq2(fz_in *in, rng *r, fo_prob *p) {
+    const int dt = fz_u8(in) & 1 ? ACL_BF16 : ACL_FLOAT16;
+    const int64_t R = fz_range(in, 1, 6), H = fz_range(in, 1, 40), E = fz_range(in, 1, 3);
+    const int sm = (int)(fz_u8(in) % 3); /* 0 none, 1 (H), 2 grouped */
+    const bool sym = fz_u8(in) & 1;
+    uint8_t *x = fo_new(p, 0, dt, 2, R, H, 0);
+    fill_small(r, dt, x, R * H);
+    uint8_t *s = NULL, *g = NULL;
+    if (sm == 1) fill_small(r, dt, s = fo_new(p, 1, dt, 1, H, 0, 0), H);
+    if (sm == 2) {
+        fill_small(r, dt, s = fo_new(p, 1, dt, 2, E, H, 0), E * H);
+        g = fo_new(p, 2, ACL_INT32, 1, E, 0, 0);
+        int64_t at = 0;
+        for (int64_t e = 0; e < E; e++) put_idx(ACL_INT32, g, e, at = e == E - 1 ? R : rrange(r, at, R));
+    }
+    fo_new(p, 3, ACL_INT8, 2, R, H, 0);
+    fo_new(p, 4, ACL_FLOAT, 1, R, 0, 0);
+    if (!sym) fo_new(p, 5, ACL_FLOAT, 1, R, 0, 0);
+    int8_t *y = (int8_t *)fo_want(p, 3);
+    uint8_t *sc = fo_want(p, 4), *of = sym ? NULL : fo_want(p, 5);
+    float v[40];
+    for (int64_t i = 0; i < R; i++) {
+        int64_t e = 0;
+        while (sm == 2 && get_idx(ACL_INT32, g, e) <= i) e++;
+        double hi = -INFINITY, lo = INFINITY;
+        for (int64_t j = 0; j < H; j++) {
+            double f = fr_decode(dt, x, i * H + j);
+            if (sm) f *= fr_decode(dt, s, (sm == 2 ? e * H : 0) + j);
+            v[j] = f32r(f);
+            const double a = sym ? fabs((double)v[j]) : (double)v[j];
+            hi = a > hi ? a : hi;
+            lo = a < lo ? a : lo;
+        }
+        const float k = sym ? f32r((double)f32r(hi) * (double)f32r(1.0 / 127))
+                            : f32r((double)f32r(hi - lo) * (double)f32r(1.0 / 255));
+        const float o = sym ? 0.0f : f32r(127.0 - (double)f32r(hi / k));
+        memcpy(sc + i * 4, &k, 4);
+        if (of) memcpy(of + i * 4, &o, 4);
+        for (int64_t j = 0; j < H; j++) {
+            double q = f32r((double)v[j] / k);
+            if (!sym) q = f32r(q + o);
+            q = q != q ? 0.0 : q > 127 ? 127 : q < -128 ? -128 : q;
+            y[i * H + j] = (int8_t)nearbyint(q);
+        }
+    }
+    p->a[0].i = 2;
+    return true;
+}
+
 typedef bool (*mk_fn)(fz_in *in, rng *r, fo_prob *p);
 /* One row per operator: its aclnn name and how to make a valid small problem
  * with its oracle (NULL: hostile descriptors and data only, as for an
@@ -1069,8 +1123,12 @@ static const struct {
     {"aclnnMoeInitRoutingQuantV2", mk_irq2},
     {"aclnnMoeInitRoutingQuant", mk_irq1},
     {"aclnnMoeTokenPermuteWithRoutingMap", mk_pwrm},
+<<<<<<< HEAD
     {"aclnnGroupedMatmulAdd", mk_gmma},
     {"aclnnGroupedMatmulAddV2", mk_gmma2},
+=======
+    {"aclnnDynamicQuantV2", mk_dq2},
+>>>>>>> dq
 };
 static mk_fn row_of(const char *name) {
     for (size_t i = 0; i < sizeof ROWS / sizeof ROWS[0]; i++)

@@ -178,6 +178,10 @@ typedef enum {
     MF_OP_FUSED_TOPK = 34,
     MF_OP_GROUPED_MATMUL_ADD = 35,    /* aclnnGroupedMatmulAdd (SPEC 11) */
     MF_OP_GROUPED_MATMUL_ADD_V2 = 36, /* aclnnGroupedMatmulAddV2 */
+    MF_OP_DYNAMIC_QUANT = 37, /* aclnnDynamicQuant (V1), ops-nn */
+    MF_OP_DYNAMIC_QUANT_V2 = 38,
+    MF_OP_DYNAMIC_QUANT_V3 = 39,
+    MF_OP_DYNAMIC_QUANT_V4 = 40,
     MF_OP_KIND_END /* one past the last kind: keep it last (tests/test_registry.c walks 1..END-1) */
 } mf_op_kind;
 /* The most tensors (inputs + outputs) an operator's signature has. */

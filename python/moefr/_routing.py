@@ -48,6 +48,9 @@ _SIGNATURES = {
     "aclnnMoeTokenUnpermuteWithEpGrad": [_vp, _vp, _vp, _vp, _bool, _vp, _vp, _i64, _vp, _vp],
     "aclnnMoeGatingTopK": [_vp, _vp] + [_i64] * 6 + [_bool, _dbl, _dbl, _vp, _vp, _vp],
     "aclnnMoeFusedTopk": [_vp] * 4 + [_u32] * 5 + [_bool, _f32, _bool, _vp, _vp],
+    "aclnnDynamicQuantV2": [_vp, _vp, _vp, _i64, _vp, _vp, _vp],
+    "aclnnDynamicQuantV3": [_vp, _vp, _vp, _i64, _bool, ctypes.c_char_p, _vp, _vp, _vp],
+    "aclnnDynamicQuantV4": [_vp, _vp, _vp, _i64, _bool, ctypes.c_char_p, _f32, _vp, _vp, _vp],
 }
 
 POISON_OUTPUTS = False  # tests: fill fresh floating outputs with NaN before the library writes
@@ -501,3 +504,28 @@ def fused_topk(x, add_num, mapping_num, mapping_table, group_num, group_topk, to
         int(top_n), int(top_k), int(activate_type), bool(is_norm), float(scale), bool(enable_expert_mapping),
         y, idx)
     return y, idx
+
+
+def dynamic_quant(x, smooth_scales, group_index, int4, symmetric, quant_mode, dst_type_max):
+    """aclnnDynamicQuantV2 (pertoken, dst_type_max 0), else V4 (op-plugin's choice) -> (y, scale, offset | None).
+    y int8 of x's shape, or with int4 int32 holding eight int4 each (last dim / 8); scale and offset
+    float32: x's shape without the last dim (pertoken), (1,) (pertensor), or without the
+    second-to-last dim (perchannel)."""
+    shape = list(x.shape)
+    if quant_mode == "pertensor":
+        sshape = [1]
+    elif quant_mode == "perchannel" and len(shape) >= 2:
+        sshape = shape[:-2] + shape[-1:]
+    else:
+        sshape = shape[:-1]
+    yshape = shape[:-1] + [shape[-1] // 8] if int4 else shape
+    y = empty(yshape, torch.int32 if int4 else torch.int8)
+    scale = empty(sshape, torch.float32)
+    offset = None if symmetric else empty(sshape, torch.float32)
+    dst = 3 if int4 else 2
+    if quant_mode == "pertoken" and dst_type_max == 0.0:
+        run("aclnnDynamicQuantV2", x, smooth_scales, group_index, dst, y, scale, offset)
+    else:
+        run("aclnnDynamicQuantV4", x, smooth_scales, group_index, dst, bool(symmetric),
+            str(quant_mode).encode(), float(dst_type_max), y, scale, offset)
+    return y, scale, offset

@@ -25,6 +25,7 @@ in SKIPPED."""
 import torch
 
 from . import _npu_gating, _npu_gating_topk, _npu_gmm, _npu_gmm_add, _npu_init_routing, _npu_init_routing_quant
+from . import _npu_quant
 from . import _npu_init_routing_v2, _npu_mlp, _npu_permute, _npu_re_routing, _npu_routing_map
 from . import _routing
 
@@ -404,6 +405,42 @@ npu("npu_moe_init_routing_quant(Tensor x, Tensor expert_idx, *, Tensor? scale=No
     "int expert_tokens_num_mode=0, bool expert_tokens_before_capacity_flag=False, int quant_mode=1) "
     "-> (Tensor, Tensor, Tensor, Tensor, Tensor)",
     _npu_init_routing_quant.npu_moe_init_routing_quant, _fake_init_routing_quant)
+
+
+def _fake_dynamic_quant_outs(x, dst_type, quant_mode, n):
+    # op-plugin's meta (npu_dynamic_quant / _asymmetric): scale (and offset) x.shape[:-2] + [M]
+    # (pertoken), + [H] (perchannel), (1,) (pertensor); y int8 like x, or for quint4x2 (16)
+    # int32 with the last dim / 8 (x.shape[:-1] + [H // 8]: op-plugin's meta builds it on the
+    # scale shape, which is that shape in the two row modes).
+    d = x.dim()
+    shape = list(x.shape[:d - 2]) + [x.shape[d - 1] if quant_mode == "perchannel" else x.shape[d - 2]]
+    if quant_mode == "pertensor":
+        shape = [1]
+    if dst_type == 16:
+        if x.shape[d - 1] % 8:
+            raise RuntimeError("If dst_dtype is quint4x2, the last dim of input must be divisible by 8")
+        y = _empty(list(x.shape[:d - 1]) + [x.shape[d - 1] // 8], torch.int32, x)
+    else:
+        y = _empty(x.shape, torch.int8, x)
+    return (y,) + tuple(_empty(shape, torch.float32, x) for _ in range(n))
+
+
+def _fake_dynamic_quant(input, *, smooth_scales=None, group_index=None, dst_type=None, quant_mode="pertoken",
+                        dst_type_max=0.0):
+    return _fake_dynamic_quant_outs(input, dst_type, quant_mode, 1)
+
+
+def _fake_dynamic_quant_asymmetric(input, *, smooth_scales=None, group_index=None, dst_type=None,
+                                   quant_mode="pertoken", dst_type_max=0.0):
+    return _fake_dynamic_quant_outs(input, dst_type, quant_mode, 2)
+
+
+npu("npu_dynamic_quant(Tensor input, *, Tensor? smooth_scales=None, Tensor? group_index=None, int? dst_type=None, "
+    "str quant_mode=\"pertoken\", float dst_type_max=0.0) -> (Tensor, Tensor)",
+    _npu_quant.npu_dynamic_quant, _fake_dynamic_quant)
+npu("npu_dynamic_quant_asymmetric(Tensor input, *, Tensor? smooth_scales=None, Tensor? group_index=None, "
+    "int? dst_type=None, str quant_mode=\"pertoken\", float dst_type_max=0.0) -> (Tensor, Tensor, Tensor)",
+    _npu_quant.npu_dynamic_quant_asymmetric, _fake_dynamic_quant_asymmetric)
 
 
 def _compute_expert_tokens_cpu(sorted_expert_for_source_row, num_expert):

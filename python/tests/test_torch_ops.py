@@ -90,6 +90,10 @@ OP_PLUGIN = [
     "bool transpose_weight=False, int group_type=2, int? group_list_type=0) -> Tensor",
     "npu_grouped_matmul_add_(Tensor(a!) self, Tensor x, Tensor weight, Tensor group_list, *, "
     "bool transpose_x=True, bool transpose_weight=False, int group_type=2, int? group_list_type=0) -> Tensor(a!)",
+    "npu_dynamic_quant(Tensor input, *, Tensor? smooth_scales=None, Tensor? group_index=None, int? dst_type=None, "
+    "str quant_mode=\"pertoken\", float dst_type_max=0.0) -> (Tensor, Tensor)",
+    "npu_dynamic_quant_asymmetric(Tensor input, *, Tensor? smooth_scales=None, Tensor? group_index=None, "
+    "int? dst_type=None, str quant_mode=\"pertoken\", float dst_type_max=0.0) -> (Tensor, Tensor, Tensor)",
 ]
 
 
@@ -161,6 +165,14 @@ class OpCheck(unittest.TestCase):
                    dict(active_num=N * K, expert_num=E, quant_mode=1, expert_tokens_num_mode=2))
         self.check(torch.ops.npu.npu_moe_compute_expert_tokens.default,
                    (torch.sort(e.reshape(-1)).values, E))
+        xq = torch.randn(2, 3, 16).bfloat16()
+        self.check(torch.ops.npu.npu_dynamic_quant.default, (xq,))
+        self.check(torch.ops.npu.npu_dynamic_quant.default, (xq.reshape(6, 16),),
+                   dict(smooth_scales=torch.rand(2, 16).bfloat16() + 0.5,
+                        group_index=torch.tensor([2, 6], dtype=torch.int32), dst_type=16))
+        if not os.environ.get("MOEFR_SOC"):  # pertensor / perchannel: aclnnDynamicQuantV4, Ascend 950 only
+            self.check(torch.ops.npu.npu_dynamic_quant_asymmetric.default, (xq,), dict(quant_mode="perchannel"))
+            self.check(torch.ops.npu.npu_dynamic_quant_asymmetric.default, (xq,), dict(quant_mode="pertensor"))
 
     def test_permute(self):
         N, K, E, H = 6, 3, 4, 5

@@ -10,7 +10,7 @@
 #define GMM_MAX_GROUPS 1024  /* entries of a tensor groupList (MAX_GROUP_LIST_SIZE_TENSOR) */
 
 /* One plan; the descriptors of the lists follow it: x[nx], weight[nw],
- * bias[nb], out[ny] (copies taken at phase 1; their data addresses are the
+ * bias[nb], out[ny], scale[ns], perTokenScale[npt] (copies taken at phase 1; their data addresses are the
  * ones phase 2 reads). The group list, when there is one, is the executor's
  * tensor slot 0 (read at phase 2, as CANN reads it on the device). */
 typedef struct gmm_plan {
@@ -24,6 +24,13 @@ typedef struct gmm_plan {
     int64_t E;       /* groups */
     int64_t M, K, N; /* single x (gt 0): M rows; gt 2: M, total K */
     int dtype, bias_dtype;
+    /* The A8W8 rows (int8 x and weight; CANN's quantised GroupedMatmul):
+     * GMM_Q_NONE the float rows; GMM_Q_INT32 out = the int32 accumulator
+     * (+ int32 bias), exactly; GMM_Q_DEQ out = (acc + bias) * scale[n]
+     * (* perTokenScale[m]) in fp32, rounded once to out's BF16 or FLOAT16. */
+    int quant;
+    int out_dtype, scale_dtype;
+    int ns, npt; /* scale tensors (one per weight), per-token scale tensors (0 or 1) */
     int64_t mt, nt;     /* output tile: rows, columns (fixed by the shapes, never by the thread count) */
     int64_t mrows;      /* the most rows a group can have (bounds a tile's rows) */
     int64_t kmax;       /* the largest K of a group */
@@ -32,13 +39,17 @@ typedef struct gmm_plan {
     int64_t scratch;    /* floats of scratch per worker */
     int workers;        /* scratch areas in the workspace */
     int64_t gl[GMM_MAX_LIST]; /* V1/V2 group list values (int_array) */
-    aclTensor t[];      /* nx + nw + nb + ny descriptors */
+    aclTensor t[];      /* nx + nw + nb + ny + ns + npt descriptors */
 } gmm_plan;
 
 static inline const aclTensor *gmm_x(const gmm_plan *p, int i) { return &p->t[i]; }
 static inline const aclTensor *gmm_w(const gmm_plan *p, int i) { return &p->t[p->nx + i]; }
 static inline const aclTensor *gmm_b(const gmm_plan *p, int i) { return &p->t[p->nx + p->nw + i]; }
 static inline const aclTensor *gmm_y(const gmm_plan *p, int i) { return &p->t[p->nx + p->nw + p->nb + i]; }
+static inline const aclTensor *gmm_s(const gmm_plan *p, int i) { return &p->t[p->nx + p->nw + p->nb + p->ny + i]; }
+static inline const aclTensor *gmm_pt(const gmm_plan *p) { return &p->t[p->nx + p->nw + p->nb + p->ny + p->ns]; }
+
+enum { GMM_Q_NONE, GMM_Q_INT32, GMM_Q_DEQ };
 
 /* Phase 2 (an mf_run_fn): t[0] is the group list tensor or NULL. */
 aclnnStatus mf_gmm_run(const void *plan, const aclTensor *const *t, void *workspace);

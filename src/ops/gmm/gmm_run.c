@@ -40,6 +40,9 @@ typedef struct gmm_group {
     int64_t bias_s;
     bool zero; /* a K-split group with k == 0: its output is zeros */
     bool onednn; /* fp32 or bf16 operands that oneDNN may multiply as they are (dnnl_group) */
+    /* the A8W8 rows: n scales of the plan's scale_dtype at stride scale_s, m per-token scales at stride pts_s */
+    const char *scale, *pts;
+    int64_t scale_s, pts_s;
 } gmm_group;
 
 /* The rows of t (all dims but the last) as one stride, when they collapse
@@ -281,6 +284,66 @@ static void fill_bias(const gmm_plan *p, const gmm_group *g, int64_t j0, int64_t
     for (int64_t i = 1; i < rows; i++) memcpy(cbuf + i * cols, cbuf, (size_t)cols * 4);
 }
 
+/* One tile of the A8W8 rows: the exact int32 products over the group's K
+ * (int8 x int8 summed in int32, as the cube unit sums them; sums wrap as
+ * two's complement, which K <= 65535 keeps from happening without a bias),
+ * plus the int32 bias; then either stored as they are (INT32 out) or, in
+ * fp32, converted, times the column's scale, times the row's per-token
+ * scale, each product rounded to fp32, and rounded once to out's dtype
+ * (CANN's AscendDequant, then the per-token Mul, then the Cast). */
+static void int8_tile(const gmm_plan *p, const gmm_group *g, int64_t i0, int64_t rows, int64_t j0, int64_t cols,
+                      float *buf) {
+    int32_t *acc = (int32_t *)(void *)buf;
+    memset(acc, 0, (size_t)(rows * cols) * 4);
+    const bool axpy = g->a.uniform && g->b.uniform && g->b.cs == 1; /* weight rows contiguous over N */
+    for (int64_t i = 0; i < rows; i++) {
+        uint32_t *r = (uint32_t *)(acc + i * cols);
+        if (axpy) {
+            const int8_t *xr = (const int8_t *)mat_at(&g->a, i0 + i, 0);
+            for (int64_t k = 0; k < g->k; k++) {
+                const int32_t a = xr[k * g->a.cs];
+                if (a == 0) continue;
+                const int8_t *wr = (const int8_t *)mat_at(&g->b, k, j0);
+                for (int64_t j = 0; j < cols; j++) r[j] += (uint32_t)(a * (int32_t)wr[j]);
+            }
+        } else {
+            for (int64_t j = 0; j < cols; j++) {
+                uint32_t sum = 0;
+                for (int64_t k = 0; k < g->k; k++)
+                    sum += (uint32_t)((int32_t) * (const int8_t *)mat_at(&g->a, i0 + i, k) *
+                                      (int32_t) * (const int8_t *)mat_at(&g->b, k, j0 + j));
+                r[j] = sum;
+            }
+        }
+        if (g->bias)
+            for (int64_t j = 0; j < cols; j++) {
+                int32_t b;
+                memcpy(&b, g->bias + (j0 + j) * g->bias_s * 4, 4);
+                r[j] += (uint32_t)b;
+            }
+    }
+    if (p->quant == GMM_Q_INT32) {
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t j = 0; j < cols; j++) memcpy((char *)mat_at(&g->c, i0 + i, j0 + j), &acc[i * cols + j], 4);
+        return;
+    }
+    const int64_t ses = (int64_t)mf_dtype_size(p->scale_dtype);
+    for (int64_t j = 0; j < cols; j++) { /* each int32 becomes its fp32 result in place */
+        float s;
+        mf_widen_f32(g->scale + (j0 + j) * g->scale_s * ses, 0, p->scale_dtype, 1, &s, 1);
+        for (int64_t i = 0; i < rows; i++) {
+            float v = (float)acc[i * cols + j] * s;
+            if (g->pts) {
+                float pt;
+                memcpy(&pt, g->pts + (i0 + i) * g->pts_s * 4, 4);
+                v = v * pt;
+            }
+            buf[i * cols + j] = v;
+        }
+    }
+    store(&g->c, i0, rows, j0, cols, buf);
+}
+
 static void gmm_tile(const gmm_ctx *c, int64_t tile, float *sc, int64_t *cached) {
     const gmm_plan *p = c->p;
     int64_t lo = 0, hi = p->E; /* the group holding the tile: first[gi] <= tile < first[gi + 1] */
@@ -297,6 +360,10 @@ static void gmm_tile(const gmm_ctx *c, int64_t tile, float *sc, int64_t *cached)
     const int64_t i0 = mb * sh->mt, j0 = panel * sh->nt;
     const int64_t rows = g->m - i0 < sh->mt ? g->m - i0 : sh->mt, cols = g->n - j0 < sh->nt ? g->n - j0 : sh->nt;
     float *cbuf = sc, *abuf = sc + sh->sm * sh->sn, *bbuf = abuf + (p->pack_a ? sh->sm * sh->ka : 0);
+    if (p->quant != GMM_Q_NONE) {
+        int8_tile(p, g, i0, rows, j0, cols, cbuf);
+        return;
+    }
     if (g->zero) { /* (an accumulating call has no tiles for it) */
         memset(cbuf, 0, (size_t)(rows * cols) * 4);
         store(&g->c, i0, rows, j0, cols, cbuf);
@@ -476,6 +543,21 @@ aclnnStatus mf_gmm_run(const void *plan, const aclTensor *const *t, void *worksp
             q->b = mat_of(w0, ends[i], 0);
             q->c = mat_slice(y0, i, 0, 0);
             q->bias = NULL;
+        }
+    }
+    if (p->quant == GMM_Q_DEQ) { /* the scales: (E, N) beside one weight or (N) per weight; per-token (M) */
+        const int64_t ses = (int64_t)mf_dtype_size(p->scale_dtype);
+        for (int64_t i = 0; i < p->E; i++) {
+            gmm_group *q = &g[i];
+            const aclTensor *st = p->ns == 1 ? gmm_s(p, 0) : gmm_s(p, (int)i);
+            const char *sb = mf_tensor_base(st);
+            q->scale = st->ndim == 2 ? sb + i * st->strides[0] * ses : sb;
+            q->scale_s = st->strides[st->ndim - 1];
+            if (p->npt) { /* one x: the group's rows start at its row0 */
+                const aclTensor *pt = gmm_pt(p);
+                q->pts = mf_tensor_base(pt) + q->a.row0 * pt->strides[0] * 4;
+                q->pts_s = pt->strides[0];
+            }
         }
     }
     gmm_ctx c;

@@ -165,6 +165,143 @@ static aclnnStatus dim_is(const char *op, const char *what, int64_t got, int64_t
     return mf_fail(INVALID, "%s: %s must be %lld, got %lld", op, what, (long long)want, (long long)got);
 }
 
+/* The row of CANN's table a call takes, beyond x's dtype. */
+typedef struct gmm_quant {
+    int quant;     /* GMM_Q_* */
+    int out_dtype; /* out's dtype */
+    int scale_dtype;
+    int ns, npt;   /* scale and per-token scale tensors the plan keeps */
+} gmm_quant;
+
+/* Why a pair of x and weight dtypes has no row: the rows CANN has that moefr
+ * has not yet, named, or nothing (CANN has no such row either). */
+static const char *unsupported_row(int x, int w) {
+    const bool x16 = x == ACL_FLOAT16 || x == ACL_BF16;
+    if (x16 && w == ACL_INT8) return " (A16W8 weight-only antiquant rows: not yet in moefr)";
+    if (x16 && w == ACL_INT4) return " (A16W4 weight-only antiquant rows: not yet in moefr)";
+    if (x == ACL_INT8 && w == ACL_INT4) return " (A8W4 rows: not yet in moefr)";
+    if (x == ACL_INT4 && w == ACL_INT4) return " (A4W4 rows: not yet in moefr)";
+    if (x == ACL_FLOAT8_E4M3FN || x == ACL_FLOAT8_E5M2 || x == ACL_HIFLOAT8 || w == ACL_FLOAT8_E4M3FN ||
+        w == ACL_FLOAT8_E5M2 || w == ACL_HIFLOAT8 || w == ACL_FLOAT4_E2M1 || w == ACL_FLOAT4_E1M2)
+        return " (Ascend 950's FP8 / HiF8 / MX / FP4 rows: not supported by moefr)";
+    return " (the rows: FLOAT16, BF16, FLOAT32 x with the same weight; INT8 x with INT8 weight)";
+}
+
+/* CANN's GetGroupSize: the number of groups the scale lists are checked against. */
+static uint64_t group_count(const gmm_call *c, uint64_t nx, uint64_t nw, uint64_t ny) {
+    if (nx > 1) return nx;
+    if (nw > 1) return nw;
+    if (ny > 1) return ny;
+    if (c->group_array != NULL) {
+        uint64_t n = 0;
+        aclGetIntArraySize(c->group_array, &n);
+        return n;
+    }
+    if (c->group_list != NULL) return (uint64_t)c->group_list->dims[0];
+    return 1;
+}
+
+/* The A8W8 rows (int8 x and weight), CANN's CheckFunctionQuantParams and
+ * CheckGroupedMatmulQuant in their order: out's dtype (all alike; INT32 out is
+ * the exact accumulator and reads no scale), then groupType, offset, scale
+ * (one per weight: (E, N) beside one (E, K, N) weight, (N) beside each 2-D
+ * weight), the scale / out / per-token pairs, the per-token scale (FLOAT, one
+ * 1-D tensor of x's rows, with one x and one out) and no antiquant arguments.
+ * moefr checks every x and weight tensor's dtype, where CANN checks the first
+ * and reads the rest as int8. */
+static aclnnStatus quant_rows(const gmm_call *c, uint64_t nx, uint64_t nw, uint64_t ny, gmm_quant *q) {
+    const char *op = c->exec->name, *yname = c->version >= 4 ? "out" : "y";
+    char s1[160];
+    MF_TRY(all_dtype(op, "x", c->x, nx, ACL_INT8));
+    MF_TRY(all_dtype(op, "weight", c->weight, nw, ACL_INT8));
+    const int ydt = item(c->out, 0)->dtype;
+    for (uint64_t i = 1; i < ny; i++)
+        if (item(c->out, i)->dtype != ydt)
+            return mf_fail(INVALID, "%s: %s[%llu] dtype %s differs from %s[0]'s %s", op, yname, (unsigned long long)i,
+                           mf_dtype_name(item(c->out, i)->dtype), yname, mf_dtype_name(ydt));
+    if (ydt != ACL_INT8 && ydt != ACL_BF16 && ydt != ACL_FLOAT16 && ydt != ACL_INT32)
+        return mf_fail(INVALID, "%s: %s dtype must be INT8, INT32, FLOAT16 or BF16 for INT8 x and weight, got %s", op,
+                       yname, mf_dtype_name(ydt));
+    if (!absent(c->bias) && item(c->bias, 0) != NULL && item(c->bias, 0)->dtype == ACL_BF16)
+        return mf_fail(INVALID, "%s: a BF16 biasOptional with INT8 x and weight is not yet in moefr (INT32 bias is)", op);
+    q->out_dtype = ydt;
+    if (ydt == ACL_INT32) { /* CANN returns here: the scales are neither checked nor read */
+        q->quant = GMM_Q_INT32;
+        return ACLNN_SUCCESS;
+    }
+    if (c->group_type == 2)
+        return mf_fail(INVALID, "%s: quantized GroupedMatmul does not split K (groupType 2)", op);
+    if (!absent(c->quant[1]))
+        return mf_fail(INVALID, "%s: offsetOptional must be NULL for INT8 x and weight", op);
+    if (absent(c->quant[0]))
+        return mf_fail(INVALID, "%s: scaleOptional is required for INT8 x and weight with %s %s (INT32 %s needs none)",
+                       op, yname, mf_dtype_name(ydt), yname);
+    const aclTensorList *sl = c->quant[0];
+    const uint64_t ns = list_len(sl), E = group_count(c, nx, nw, ny);
+    if (ns != nw)
+        return mf_fail(INVALID, "%s: scaleOptional has %llu tensors for %llu weights", op, (unsigned long long)ns,
+                       (unsigned long long)nw);
+    MF_TRY(list_items(op, "scaleOptional", sl, ns));
+    for (uint64_t i = 0; i < ns; i++) {
+        const aclTensor *si = item(sl, i), *wi = item(c->weight, i);
+        const int want = nw == 1 ? 2 : 1;
+        if (si->ndim != want)
+            return mf_fail(INVALID, "%s: scaleOptional[%llu] must have %d dim%s (%s), got %s", op, (unsigned long long)i,
+                           want, want == 2 ? "s" : "", want == 2 ? "(groups, N) beside one weight" : "(N) of its weight",
+                           mf_shape_str(si, s1, sizeof s1));
+        if (nw == 1 && (uint64_t)si->dims[0] != E)
+            return mf_fail(INVALID, "%s: scaleOptional's dim 0 is %lld, the number of groups is %llu", op,
+                           (long long)si->dims[0], (unsigned long long)E);
+        if (si->dims[si->ndim - 1] != wi->dims[wi->ndim - 1])
+            return mf_fail(INVALID, "%s: scaleOptional[%llu]'s last dim %lld must be weight[%llu]'s N %lld", op,
+                           (unsigned long long)i, (long long)si->dims[si->ndim - 1], (unsigned long long)i,
+                           (long long)wi->dims[wi->ndim - 1]);
+    }
+    const bool per_token = !absent(c->quant[4]);
+    for (uint64_t i = 0; i < ns; i++) {
+        const int sdt = item(sl, i)->dtype;
+        const bool bf = sdt == ACL_BF16 && ydt == ACL_BF16, hf = sdt == ACL_FLOAT && ydt == ACL_FLOAT16;
+        const bool i8 = !per_token && (sdt == ACL_INT64 || sdt == ACL_UINT64) && ydt == ACL_INT8;
+        if (!bf && !hf && !i8)
+            return mf_fail(INVALID, "%s: scaleOptional[%llu] is %s with %s %s; the %s rows pair a BF16 scale with "
+                                    "BF16 %s, a FLOAT scale with FLOAT16 %s%s", op, (unsigned long long)i,
+                           mf_dtype_name(sdt), yname, mf_dtype_name(ydt), per_token ? "per-token" : "per-channel",
+                           yname, yname, per_token ? "" : ", a UINT64 or INT64 scale with INT8 out");
+    }
+    if (per_token) {
+        const aclTensorList *pl = c->quant[4];
+        for (uint64_t i = 0; i < list_len(pl); i++)
+            if (item(pl, i) != NULL && item(pl, i)->dtype != ACL_FLOAT)
+                return mf_fail(INVALID, "%s: perTokenScaleOptional[%llu] dtype must be FLOAT, got %s", op,
+                               (unsigned long long)i, mf_dtype_name(item(pl, i)->dtype));
+        if (nx != 1 || ny != 1)
+            return mf_fail(INVALID, "%s: a per-token scale needs one x and one %s tensor, got %llu and %llu", op, yname,
+                           (unsigned long long)nx, (unsigned long long)ny);
+        if (list_len(pl) != 1)
+            return mf_fail(INVALID, "%s: perTokenScaleOptional must hold one tensor, got %llu", op,
+                           (unsigned long long)list_len(pl));
+        MF_TRY(list_items(op, "perTokenScaleOptional", pl, 1));
+        const aclTensor *pt = item(pl, 0), *x0 = item(c->x, 0);
+        if (pt->ndim != 1 || pt->dims[0] != x0->dims[0])
+            return mf_fail(INVALID, "%s: perTokenScaleOptional must be (%lld) (x's rows), got %s", op,
+                           (long long)x0->dims[0], mf_shape_str(pt, s1, sizeof s1));
+    }
+    if (!absent(c->quant[2]) || !absent(c->quant[3]))
+        return mf_fail(INVALID, "%s: %s must be NULL for INT8 x and weight (antiquant goes with 16-bit x)", op,
+                       !absent(c->quant[2]) ? QUANT_NAMES[2] : QUANT_NAMES[3]);
+    if (ydt == ACL_INT8)
+        return mf_fail(INVALID, "%s: INT8 %s (a UINT64 scale requantizing the accumulator) is not yet in moefr; "
+                                "INT32, BF16 and FLOAT16 %s are", op, yname, yname);
+    if (c->act_type != 0)
+        return mf_fail(INVALID, "%s: actType %lld on the quantized rows is not yet in moefr (actType 0 is)", op,
+                       (long long)c->act_type);
+    q->quant = GMM_Q_DEQ;
+    q->scale_dtype = item(sl, 0)->dtype;
+    q->ns = (int)ns;
+    q->npt = per_token ? 1 : 0;
+    return ACLNN_SUCCESS;
+}
+
 static aclnnStatus gmm_phase1(const gmm_call *c, gmm_plan *p) {
     const char *op = c->exec->name;
     const uint64_t nx = list_len(c->x), nw = list_len(c->weight), ny = list_len(c->out);
@@ -201,8 +338,8 @@ static aclnnStatus gmm_phase1(const gmm_call *c, gmm_plan *p) {
     if (c->act_type < 0 || c->act_type == 3 || c->act_type >= 6)
         return mf_fail(INVALID, "%s: actType must be 0, 1, 2, 4 or 5, got %lld", op, (long long)c->act_type);
     if (c->list_type == 2)
-        return mf_fail(INVALID, "%s: groupListType 2 (sparse [groupIdx, size] rows) is for quantized int8 "
-                                "GroupedMatmul, which moefr does not support", op);
+        return mf_fail(INVALID, "%s: groupListType 2 (sparse [groupIdx, size] rows, for INT8 x) is not yet in "
+                                "moefr", op);
     if (c->list_type != 0 && c->list_type != 1)
         return mf_fail(INVALID, "%s: groupListType must be 0 (cumulative) or 1 (counts), got %lld", op,
                        (long long)c->list_type);
@@ -211,39 +348,49 @@ static aclnnStatus gmm_phase1(const gmm_call *c, gmm_plan *p) {
         if (!absent(c->act[i]))
             return mf_fail(INVALID, "%s: %s must be NULL (activation quantization; moefr does not support it)", op,
                            ACT_NAMES[i]);
-    /* 4. CheckFunctionParams: the non-quantized case only */
+    /* 4. CheckFunctionParams: x's and weight[0]'s dtypes pick the row of CANN's table */
     const aclTensor *x0 = item(c->x, 0), *w0 = item(c->weight, 0);
     const int dt = x0->dtype;
-    if (!is_float(dt) || w0->dtype != dt)
-        return mf_fail(INVALID, "%s: moefr supports the non-quantized GroupedMatmul only (x and weight both FLOAT16, "
-                                "BF16 or FLOAT32), got x %s, weight %s", op, mf_dtype_name(dt), mf_dtype_name(w0->dtype));
     const bool a2 = mf_soc_strict();
-    if (dt == ACL_FLOAT && c->version == 1)
-        return mf_fail(INVALID, "%s: FLOAT32 is not supported by GroupedMatmul V1 (use V2 or later)", op);
-    if (dt == ACL_FLOAT && !a2)
-        return mf_fail(INVALID, "%s: FLOAT32 x is not supported on Ascend 950 (A2/A3 only: MOEFR_SOC=ascend910b)", op);
-    if (c->act_type != 0)
-        return mf_fail(INVALID, "%s: actType %lld: the non-quantized case takes no activation (actType 0)", op,
-                       (long long)c->act_type);
-    for (int i = 0; i < 5; i++)
-        if (!absent(c->quant[i]))
-            return mf_fail(INVALID, "%s: %s is given: quantized GroupedMatmul is not supported by moefr", op,
-                           QUANT_NAMES[i]);
-    MF_TRY(all_dtype(op, "x", c->x, nx, dt));
-    MF_TRY(all_dtype(op, "weight", c->weight, nw, dt));
-    MF_TRY(all_dtype(op, yname, c->out, ny, dt));
+    gmm_quant q = {GMM_Q_NONE, dt, 0, 0, 0};
     const bool has_bias = !absent(c->bias);
     const uint64_t nb = has_bias ? list_len(c->bias) : 0;
     int bdt = dt == ACL_BF16 ? ACL_FLOAT : dt;
-    if (has_bias) {
-        MF_TRY(list_items(op, "biasOptional", c->bias, nb));
-        bdt = item(c->bias, 0)->dtype;
-        const bool ok = a2 ? bdt == (dt == ACL_BF16 ? ACL_FLOAT : dt) : (bdt == dt || bdt == ACL_FLOAT);
-        if (!ok)
-            return mf_fail(INVALID, "%s: biasOptional dtype must be %s for %s x%s, got %s", op,
-                           a2 ? mf_dtype_name(dt == ACL_BF16 ? ACL_FLOAT : dt) : mf_dtype_name(dt), mf_dtype_name(dt),
-                           a2 ? " (A2/A3)" : " (or FLOAT32)", mf_dtype_name(bdt));
-        MF_TRY(all_dtype(op, "biasOptional", c->bias, nb, bdt));
+    if (dt == ACL_INT8 && w0->dtype == ACL_INT8) {
+        MF_TRY(quant_rows(c, nx, nw, ny, &q));
+        bdt = ACL_INT32;
+        if (has_bias) {
+            MF_TRY(list_items(op, "biasOptional", c->bias, nb));
+            MF_TRY(all_dtype(op, "biasOptional", c->bias, nb, ACL_INT32));
+        }
+    } else {
+        if (!is_float(dt) || w0->dtype != dt)
+            return mf_fail(INVALID, "%s: no GroupedMatmul row takes x %s with weight %s%s", op, mf_dtype_name(dt),
+                           mf_dtype_name(w0->dtype), unsupported_row(dt, w0->dtype));
+        if (dt == ACL_FLOAT && c->version == 1)
+            return mf_fail(INVALID, "%s: FLOAT32 is not supported by GroupedMatmul V1 (use V2 or later)", op);
+        if (dt == ACL_FLOAT && !a2)
+            return mf_fail(INVALID, "%s: FLOAT32 x is not supported on Ascend 950 (A2/A3 only: MOEFR_SOC=ascend910b)", op);
+        if (c->act_type != 0)
+            return mf_fail(INVALID, "%s: actType %lld: the non-quantized case takes no activation (actType 0)", op,
+                           (long long)c->act_type);
+        for (int i = 0; i < 5; i++)
+            if (!absent(c->quant[i]))
+                return mf_fail(INVALID, "%s: %s is given, but x and weight are %s: quantized GroupedMatmul takes "
+                                        "INT8 x and weight (A8W8)", op, QUANT_NAMES[i], mf_dtype_name(dt));
+        MF_TRY(all_dtype(op, "x", c->x, nx, dt));
+        MF_TRY(all_dtype(op, "weight", c->weight, nw, dt));
+        MF_TRY(all_dtype(op, yname, c->out, ny, dt));
+        if (has_bias) {
+            MF_TRY(list_items(op, "biasOptional", c->bias, nb));
+            bdt = item(c->bias, 0)->dtype;
+            const bool ok = a2 ? bdt == (dt == ACL_BF16 ? ACL_FLOAT : dt) : (bdt == dt || bdt == ACL_FLOAT);
+            if (!ok)
+                return mf_fail(INVALID, "%s: biasOptional dtype must be %s for %s x%s, got %s", op,
+                               a2 ? mf_dtype_name(dt == ACL_BF16 ? ACL_FLOAT : dt) : mf_dtype_name(dt),
+                               mf_dtype_name(dt), a2 ? " (A2/A3)" : " (or FLOAT32)", mf_dtype_name(bdt));
+            MF_TRY(all_dtype(op, "biasOptional", c->bias, nb, bdt));
+        }
     }
     /* 5. per groupType */
     char s1[160], s2[160];
@@ -439,6 +586,8 @@ static aclnnStatus gmm_phase1(const gmm_call *c, gmm_plan *p) {
     p->E = E, p->M = M, p->K = K, p->N = N;
     p->mrows = mrows, p->kmax = kmax;
     p->dtype = dt, p->bias_dtype = bdt;
+    p->quant = q.quant, p->out_dtype = q.out_dtype, p->scale_dtype = q.scale_dtype;
+    p->ns = q.ns, p->npt = q.npt;
     for (uint64_t i = 0; i < nx; i++) p->pack_a |= !mf_gmm_direct(item(c->x, i), false);
     for (uint64_t i = 0; i < nw; i++) p->pack_b |= !mf_gmm_direct(item(c->weight, i), true);
     bool empty = true;
@@ -460,7 +609,7 @@ static aclnnStatus gmm_publish(const gmm_call *c, gmm_plan *hdr) {
     }
     hdr->workers = mf_num_threads();
     mf_gmm_tiles(hdr);
-    const int n = hdr->nx + hdr->nw + hdr->nb + hdr->ny;
+    const int n = hdr->nx + hdr->nw + hdr->nb + hdr->ny + hdr->ns + hdr->npt;
     const size_t bytes = sizeof(gmm_plan) + (size_t)n * sizeof(aclTensor);
     gmm_plan *p = mf_malloc(bytes);
     if (p == NULL) return mf_fail(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of memory planning", hdr->op);
@@ -470,6 +619,8 @@ static aclnnStatus gmm_publish(const gmm_call *c, gmm_plan *hdr) {
     for (int i = 0; i < hdr->nw; i++) p->t[at++] = *item(c->weight, (uint64_t)i);
     for (int i = 0; i < hdr->nb; i++) p->t[at++] = *item(c->bias, (uint64_t)i);
     for (int i = 0; i < hdr->ny; i++) p->t[at++] = *item(c->out, (uint64_t)i);
+    for (int i = 0; i < hdr->ns; i++) p->t[at++] = *item(c->quant[0], (uint64_t)i);
+    for (int i = 0; i < hdr->npt; i++) p->t[at++] = *item(c->quant[4], (uint64_t)i);
     const aclTensor *slot[1] = {c->group_list};
     const uint64_t ws = hdr->empty ? 0 : mf_gmm_workspace(p);
     aclnnStatus rc = mf_op_publish(c->exec, slot, 0, p, bytes, mf_gmm_run, ws, c->workspaceSize, c->executor);

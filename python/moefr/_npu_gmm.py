@@ -26,6 +26,28 @@ def _fail(msg):
     raise RuntimeError("moefr.torch_npu.npu_grouped_matmul: " + msg)
 
 
+# torch.ScalarType's numbering, as the dispatcher passes a torch.dtype given for an `int?` argument
+_SCALAR_TYPES = {1: torch.int8, 3: torch.int32, 5: torch.float16, 6: torch.float32, 15: torch.bfloat16}
+# torch_npu's own dtype codes: 256 + aclDataType
+_ACL_TYPES = {256 + 2: torch.int8, 256 + 3: torch.int32, 256 + 1: torch.float16, 256 + 0: torch.float32,
+              256 + 27: torch.bfloat16}
+
+
+def _out_dtype(output_dtype, x0):
+    """The output's dtype: x's without output_dtype (as torch_npu allocates); a torch.dtype, torch's ScalarType
+    number (what PyTorch's dispatcher makes of a dtype given for op-plugin's `int? output_dtype`) or torch_npu's
+    256 + aclDataType code otherwise."""
+    if output_dtype is None:
+        return x0.dtype
+    if isinstance(output_dtype, torch.dtype):
+        return output_dtype
+    dt = _SCALAR_TYPES.get(int(output_dtype)) or _ACL_TYPES.get(int(output_dtype))
+    if dt is None:
+        _fail("output_dtype %s is not one GroupedMatmul writes (int8, int32, float16, bfloat16, float32)"
+              % (output_dtype,))
+    return dt
+
+
 def _as_list(v, name):
     if v is None:
         return []
@@ -56,22 +78,26 @@ def _out_shapes(x, weight, group_list, split_item, group_type):
     return [tuple(t.shape[:-1]) + (ws[i].shape[-1],) for i, t in enumerate(x)]
 
 
-def _gmm(x, weight, bias, group_list, split_item, group_type, group_list_type, zero=False):
-    """One aclnnGroupedMatmulV4 (or V1 for an int list) call; returns the output list."""
+def _gmm(x, weight, bias, group_list, split_item, group_type, group_list_type, zero=False, quant=None,
+         out_dtype=None, act_type=0):
+    """One aclnnGroupedMatmulV4 (or V1 for an int list) call; returns the output list. quant: the lists
+    scale, offset, antiquant_scale, antiquant_offset, per_token_scale (V4's order), each a list or None."""
     if isinstance(group_list, (list, tuple)):
         shapes = _out_shapes(x, weight, torch.tensor(group_list, dtype=torch.int64), split_item, group_type)
     else:
         shapes = _out_shapes(x, weight, group_list, split_item, group_type)
     make = torch.zeros if zero else _routing.empty
-    outs = [make(s, dtype=x[0].dtype) if zero else make(s, x[0].dtype) for s in shapes]
+    odt = out_dtype or x[0].dtype
+    outs = [make(s, dtype=odt) if zero else make(s, odt) for s in shapes]
     L = _routing.TensorList
+    q = [L(v) if v else None for v in (quant or [None] * 5)]
     if isinstance(group_list, (list, tuple)):  # the .List overload: V1, cumulative ends
-        _routing.run_lists("aclnnGroupedMatmul", L(x), L(weight), L(bias) if bias else None, None, None, None, None,
+        _routing.run_lists("aclnnGroupedMatmul", L(x), L(weight), L(bias) if bias else None, q[0], q[1], q[2], q[3],
                            [int(v) for v in group_list], int(split_item), L(outs))
     else:
-        _routing.run_lists("aclnnGroupedMatmulV4", L(x), L(weight), L(bias) if bias else None, None, None, None,
-                           None, None, group_list, None, None, None, int(split_item), int(group_type),
-                           int(group_list_type), 0, L(outs), None, None)
+        _routing.run_lists("aclnnGroupedMatmulV4", L(x), L(weight), L(bias) if bias else None, q[0], q[1], q[2],
+                           q[3], q[4], group_list, None, None, None, int(split_item), int(group_type),
+                           int(group_list_type), int(act_type), L(outs), None, None)
     return outs
 
 
@@ -168,9 +194,12 @@ def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiqua
                        weight_dtype=None, scale_dtype=None, per_token_scale_dtype=None):
     """torch_npu.npu_grouped_matmul -> list of tensors (aclnnGroupedMatmulV4; an int-list group_list takes
     the .List overload on aclnnGroupedMatmul V1, where group_type is ignored as torch_npu ignores it).
-    Non-quantized only: any quantization argument, act_type != 0 or a dtype override raises
-    RuntimeError, as do torch_npu's own checks (group_type must be passed and be -1, 0 or 2; x and
-    weight non-empty; split_item 0-3); the library's refusals raise MoefrError with its message."""
+    The quantization arguments go to the library as they are: the A8W8 rows (int8 x and weight; scale,
+    per_token_scale, int32 bias, output_dtype int32 / bfloat16 / float16) run, other rows are refused there
+    with CANN's code and a message. output_dtype (None: x's dtype) is a torch.dtype, the number PyTorch's
+    dispatcher makes of one, or torch_npu's dtype code. Ascend 950's x_dtype / weight_dtype / scale_dtype /
+    per_token_scale_dtype raise RuntimeError, as do torch_npu's own checks (group_type must be passed and be
+    -1, 0 or 2; x and weight non-empty; split_item 0-3); the library's refusals raise MoefrError."""
     xs, wts, bs = _as_list(x, "x"), _as_list(weight, "weight"), _as_list(bias, "bias")
     if not xs or not wts:
         _fail("x and weight must not be empty lists")
@@ -184,23 +213,29 @@ def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiqua
         _fail("The group type must be -1, 0 or 2, got %s" % (group_type,))
     if split_item not in (0, 1, 2, 3):
         _fail("split_item must be 0, 1, 2 or 3, got %s" % (split_item,))
-    quant = dict(scale=scale, offset=offset, antiquant_scale=antiquant_scale, antiquant_offset=antiquant_offset,
-                 per_token_scale=per_token_scale, activation_input=activation_input,
-                 activation_quant_scale=activation_quant_scale, activation_quant_offset=activation_quant_offset)
-    for name in _QUANT:
-        if quant[name] is not None and _as_list(quant[name], name):
-            _fail("%s is given: quantized grouped matmul is not supported by moefr" % name)
-    if act_type not in (0, None):
-        _fail("act_type %s: moefr supports the non-quantized case only (act_type 0)" % (act_type,))
-    for name, v in (("output_dtype", output_dtype), ("x_dtype", x_dtype), ("weight_dtype", weight_dtype),
-                    ("scale_dtype", scale_dtype), ("per_token_scale_dtype", per_token_scale_dtype)):
+    quant = [_as_list(v, n) or None for v, n in ((scale, "scale"), (offset, "offset"),
+                                                 (antiquant_scale, "antiquant_scale"),
+                                                 (antiquant_offset, "antiquant_offset"),
+                                                 (per_token_scale, "per_token_scale"))]
+    for name, v in (("activation_input", activation_input), ("activation_quant_scale", activation_quant_scale),
+                    ("activation_quant_offset", activation_quant_offset)):
+        if v is not None and _as_list(v, name):
+            _fail("%s is given: CANN takes none (the activation arguments must be empty)" % name)
+    for name, v in (("x_dtype", x_dtype), ("weight_dtype", weight_dtype), ("scale_dtype", scale_dtype),
+                    ("per_token_scale_dtype", per_token_scale_dtype)):
         if v is not None:
-            _fail("%s is for quantized grouped matmul, which moefr does not support" % name)
+            _fail("%s names Ascend 950's FP8 / HiF8 / MX / FP4 data, which moefr does not support" % name)
+    odt = _out_dtype(output_dtype, xs[0])
+    act = 0 if act_type is None else int(act_type)
+    quantized = any(quant) or odt != xs[0].dtype or act != 0
     if group_list is not None and not is_list:
         if not isinstance(group_list, torch.Tensor):
             _fail("group_list must be a tensor or a list of ints")
     glt = 0 if group_list_type is None else int(group_list_type)
     grad = torch.is_grad_enabled() and any(t.requires_grad for t in xs + wts + bs)
+    if quantized:  # torch_npu registers no gradient, and int8 tensors cannot require one
+        return _gmm(xs, wts, bs, group_list, split_item, -1 if is_list else group_type, glt, quant=quant,
+                    out_dtype=odt, act_type=act)
     if is_list or not grad:
         return _gmm(xs, wts, bs, group_list, split_item, -1 if is_list else group_type, glt)
     if group_type == 0 and len(xs) == 1 and split_item in (2, 3) and group_list is not None:

@@ -832,7 +832,7 @@ def _fake_gmm(x, weight, **kw):
     single = len(weight) == 1 and weight[0].dim() == 3
     ws = [weight[0][i] for i in range(weight[0].shape[0])] if single else list(weight)
     n0 = weight[0].shape[-1]
-    dt = x[0].dtype
+    dt = _npu_gmm._out_dtype(kw.get("output_dtype"), x[0])
     if split_item in (2, 3):
         if group_type == 2:
             E = group_list.shape[0] if isinstance(group_list, torch.Tensor) else len(group_list)

@@ -289,6 +289,13 @@ class OpCheck(unittest.TestCase):
                    dict(group_list=torch.cumsum(gl, 0), split_item=2, group_type=0, group_list_type=0))
         self.check(torch.ops.npu.npu_grouped_matmul.default, ([r(3, K), r(4, K)], [r(K, N), r(K, 2)]),
                    dict(split_item=0, group_type=-1))
+        # the A8W8 rows: int8 operands, bf16 scales, a per-token scale, output_dtype as a torch.dtype
+        q8 = lambda *shape: torch.randint(-128, 128, shape, dtype=torch.int8)  # noqa: E731
+        self.check(torch.ops.npu.npu_grouped_matmul.default, ([q8(M, K)], [q8(E, K, N)]),
+                   dict(scale=[torch.rand(E, N).bfloat16()], per_token_scale=[torch.rand(M)], group_list=gl,
+                        split_item=3, group_type=0, group_list_type=1, output_dtype=torch.bfloat16))
+        self.check(torch.ops.npu.npu_grouped_matmul.default, ([q8(M, K)], [q8(E, K, N)]),
+                   dict(group_list=gl, split_item=2, group_type=0, group_list_type=1, output_dtype=torch.int32))
 
 
 def moe_layer(x, wg, w1, w2, k):

@@ -223,11 +223,112 @@ static void list_case(int out_dt) {
     for (int i = 0; i < G; i++) free(x[i].buf), free(w[i].buf), free(out[i]), free(sv[i]), free(sf[i]);
 }
 
+/* ---- the A16W8 rows: x FLOAT16 / BF16 (M, K), weight INT8 (E, K, N), antiquant scale and offset (E, N) ----
+ * The weight's dequantized value follows AscendAntiQuant: fp16 x: round16(round16(w + o) * s); bf16 x:
+ * bf16(fp32(fp32(w + o) * s)). The product with x is fp32 in the BLAS's order, so the output is compared
+ * with the float64 sum within (K + 2) 2^-24 sum |x w| plus one rounding of out's dtype. */
+static double aq_weight(int dt, int64_t w, double o, double s) {
+    if (dt == ACL_FLOAT16) {
+        const uint16_t a = (uint16_t)fr_round(FR_F16, (double)w + o);
+        const double av = fr_decode(FR_F16, &a, 0);
+        const uint16_t b = (uint16_t)fr_round(FR_F16, av * s);
+        return fr_decode(FR_F16, &b, 0);
+    }
+    const float a = (float)((double)w + o); /* offsets here keep the sum exact in double: one rounding */
+    const float b = (float)((double)a * s);
+    const uint16_t h = (uint16_t)fr_round(FR_BF16, (double)b);
+    return fr_decode(FR_BF16, &h, 0);
+}
+
+static void antiquant_case(int dt, bool bias, bool wt) {
+    g_cases++;
+    const int fr = dt == ACL_BF16 ? FR_BF16 : FR_F16;
+    const int64_t E = tu_int(1, 5), K = tu_int(1, 90), N = tu_int(1, 70), M = tu_int(0, 120);
+    const int64_t wd[3] = {E, K, N};
+    qmat w = qmat_new(3, wd, wt, 0);
+    unsigned char *x = malloc((size_t)(M * K) * 2 + 2), *aqs = malloc((size_t)(E * N) * 2), *aqo = malloc((size_t)(E * N) * 2);
+    for (int64_t i = 0; i < M * K; i++) tu_put(fr, x, i, (tu_unit() - 0.5) * 4);
+    for (int64_t i = 0; i < E * N; i++) {
+        tu_put(fr, aqs, i, (tu_unit() + 0.1) / 64 * (tu_chance(50) ? 1 : -1));
+        tu_put(fr, aqo, i, tu_chance(30) ? 0.0 : (tu_unit() - 0.5) * 16);
+    }
+    const int bdt = dt == ACL_BF16 ? ACL_FLOAT : ACL_FLOAT16;
+    unsigned char *bv = malloc((size_t)(E * N) * 4);
+    for (int64_t i = 0; i < E * N; i++) tu_put(bdt == ACL_FLOAT ? FR_F32 : FR_F16, bv, i, tu_unit() - 0.5);
+    int64_t sizes[5], ends[6], left = M;
+    ends[0] = 0;
+    for (int64_t e = 0; e < E; e++) {
+        sizes[e] = tu_chance(20) ? 0 : tu_int(0, left);
+        left -= sizes[e];
+        ends[e + 1] = ends[e] + sizes[e];
+    }
+    int64_t *glv = malloc(sizeof(int64_t) * (size_t)E);
+    memcpy(glv, sizes, sizeof(int64_t) * (size_t)E);
+    unsigned char *out = tu_poisoned((size_t)(M * N) * 2);
+    const int64_t xd[2] = {M, K}, sd[2] = {E, N}, od[2] = {M, N};
+    aclTensor *xt = tu_tensor(xd, 2, (aclDataType)dt, x), *wtn = qtensor(&w);
+    aclTensor *st = tu_tensor(sd, 2, (aclDataType)dt, aqs), *ot0 = tu_tensor(sd, 2, (aclDataType)dt, aqo);
+    aclTensor *bt = bias ? tu_tensor(sd, 2, (aclDataType)bdt, bv) : NULL;
+    aclTensor *gl = tu_mk(1, E, 1, 1, ACL_INT64, glv), *yt = tu_tensor(od, 2, (aclDataType)dt, out);
+    aclTensorList *xl = aclCreateTensorList((const aclTensor *const *)&xt, 1);
+    aclTensorList *wl = aclCreateTensorList((const aclTensor *const *)&wtn, 1);
+    aclTensorList *sl = aclCreateTensorList((const aclTensor *const *)&st, 1);
+    aclTensorList *ol = aclCreateTensorList((const aclTensor *const *)&ot0, 1);
+    aclTensorList *bl = bt ? aclCreateTensorList((const aclTensor *const *)&bt, 1) : NULL;
+    aclTensorList *yl = aclCreateTensorList((const aclTensor *const *)&yt, 1);
+    uint64_t ws = 0;
+    aclOpExecutor *ex = NULL;
+    aclnnStatus rc = aclnnGroupedMatmulV4GetWorkspaceSize(xl, wl, bl, NULL, NULL, sl, ol, NULL, gl, NULL, NULL, NULL, 3,
+                                                          0, 1, 0, yl, NULL, NULL, &ws, &ex);
+    CHECK(rc == ACLNN_SUCCESS, "antiquant %s: phase 1 %d: %s", dt == ACL_BF16 ? "bf16" : "fp16", rc, tu_msg());
+    if (rc == ACLNN_SUCCESS) {
+        void *wsp = ws ? malloc(ws) : NULL;
+        CHECK_RC(aclnnGroupedMatmulV4(wsp, ws, ex, NULL), ACLNN_SUCCESS);
+        free(wsp);
+        double *wq = malloc(sizeof(double) * (size_t)(K * N + 1));
+        int bad = 0;
+        for (int64_t e = 0; e < E && !bad; e++) {
+            for (int64_t k = 0; k < K; k++)
+                for (int64_t c = 0; c < N; c++)
+                    wq[k * N + c] = aq_weight(dt, qat(&w, e, k, c), fr_decode(fr, aqo, e * N + c),
+                                              fr_decode(fr, aqs, e * N + c));
+            for (int64_t r = ends[e]; r < ends[e + 1] && !bad; r++)
+                for (int64_t c = 0; c < N && !bad; c++) {
+                    double ref = 0, mag = 0;
+                    for (int64_t k = 0; k < K; k++) {
+                        const double pr = fr_decode(fr, x, r * K + k) * wq[k * N + c];
+                        ref += pr, mag += fabs(pr);
+                    }
+                    if (bias) {
+                        const double b = fr_decode(bdt == ACL_FLOAT ? FR_F32 : FR_F16, bv, e * N + c);
+                        ref += b, mag += fabs(b);
+                    }
+                    const double got = fr_decode(fr, out, r * N + c);
+                    const double tol = (double)(K + 2) * 0x1p-24 * mag +
+                                       fabs(ref) * (dt == ACL_BF16 ? 0x1p-8 : 0x1p-11) + 0x1p-24;
+                    bad = !(fabs(got - ref) <= tol);
+                    CHECK(!bad, "antiquant %s out[%lld][%lld] = %.9g, want %.9g within %.3g",
+                          dt == ACL_BF16 ? "bf16" : "fp16", (long long)r, (long long)c, got, ref, tol);
+                    g_elems++;
+                }
+        }
+        CHECK(tu_all_poison(out + ends[E] * N * 2, (size_t)((M - ends[E]) * N) * 2), "antiquant: rows past the total written");
+        free(wq);
+    }
+    aclDestroyTensorList(xl), aclDestroyTensorList(wl), aclDestroyTensorList(sl), aclDestroyTensorList(ol);
+    aclDestroyTensorList(yl);
+    if (bl) aclDestroyTensorList(bl);
+    tu_destroy(gl);
+    free(w.buf), free(x), free(aqs), free(aqo), free(bv), free(glv), free(out);
+}
+
 /* ---- refusals: phase 1 codes, messages, nothing written ---- */
 typedef struct bad_call {
     int x_dt, w_dt, out_dt, scale_dt, pt_dt, bias_dt;
     int64_t pt_len, gt, act;
-    bool offset, antiquant, x_list_mixed;
+    bool offset;
+    int antiquant; /* 1: an antiquant scale, 2: scale and offset */
+    bool x_list_mixed;
     const char *msg;
 } bad_call;
 
@@ -246,7 +347,9 @@ static void refusal(const bad_call *b) {
     const int64_t bd[2] = {E, N};
     aclTensor *bias = b->bias_dt >= 0 ? tu_tensor(bd, 2, (aclDataType)b->bias_dt, bb) : NULL;
     aclTensor *off = b->offset ? tu_tensor(sd, 2, ACL_FLOAT, sb) : NULL;
-    aclTensor *aq = b->antiquant ? tu_tensor(sd, 2, ACL_FLOAT16, sb) : NULL;
+    const int aqdt = b->x_dt == ACL_BF16 ? ACL_BF16 : ACL_FLOAT16;
+    aclTensor *aq = b->antiquant ? tu_tensor(sd, 2, (aclDataType)aqdt, sb) : NULL;
+    aclTensor *aqo = b->antiquant == 2 ? tu_tensor(sd, 2, (aclDataType)aqdt, sb) : NULL;
     aclTensor *xs[2] = {x, NULL};
     aclTensor *x2 = NULL;
     int nx = 1;
@@ -263,10 +366,11 @@ static void refusal(const bad_call *b) {
     aclTensorList *bl = bias ? aclCreateTensorList((const aclTensor *const *)&bias, 1) : NULL;
     aclTensorList *ol = off ? aclCreateTensorList((const aclTensor *const *)&off, 1) : NULL;
     aclTensorList *al = aq ? aclCreateTensorList((const aclTensor *const *)&aq, 1) : NULL;
+    aclTensorList *aol = aqo ? aclCreateTensorList((const aclTensor *const *)&aqo, 1) : NULL;
     aclTensor *glt = tu_mk(1, 2, 1, 1, ACL_INT64, glv);
     uint64_t ws = 0;
     aclOpExecutor *ex = NULL;
-    aclnnStatus rc = aclnnGroupedMatmulV4GetWorkspaceSize(xl, wl, bl, sl, ol, al, NULL, pl, glt, NULL, NULL, NULL, 3,
+    aclnnStatus rc = aclnnGroupedMatmulV4GetWorkspaceSize(xl, wl, bl, sl, ol, al, aol, pl, glt, NULL, NULL, NULL, 3,
                                                           b->gt, 0, b->act, yl, NULL, NULL, &ws, &ex);
     CHECK(rc == ACLNN_ERR_PARAM_INVALID && ex == NULL, "refusal '%s': got %d (%s)", b->msg, rc, tu_msg());
     CHECK(tu_msg_has(b->msg, NULL), "refusal: message '%s' lacks '%s'", tu_msg(), b->msg);
@@ -277,6 +381,7 @@ static void refusal(const bad_call *b) {
     if (bl) aclDestroyTensorList(bl);
     if (ol) aclDestroyTensorList(ol);
     if (al) aclDestroyTensorList(al);
+    if (aol) aclDestroyTensorList(aol);
     tu_destroy(glt);
     free(xb), free(wb), free(sb), free(pb), free(bb), free(ob), free(glv);
 }
@@ -298,7 +403,11 @@ static void refusals(void) {
         {I8, I8, BF, BF, NONE, BF, 9, 0, 0, false, false, false, "BF16 biasOptional"},
         {I8, I8, I32, NONE, NONE, ACL_FLOAT, 9, 0, 0, false, false, false, "biasOptional[0] dtype must be INT32"},
         {I8, I8, BF, BF, NONE, NONE, 9, 0, 0, false, false, true, "x[1] dtype must be INT8"},
-        {HF, I8, HF, NONE, NONE, NONE, 9, 0, 0, false, false, false, "A16W8"},
+        {HF, I8, HF, NONE, NONE, NONE, 9, 0, 0, false, false, false, "antiquantScaleOptional is required"},
+        {HF, I8, HF, NONE, NONE, NONE, 9, 0, 0, false, 1, false, "antiquantOffsetOptional is required"},
+        {BF, I8, BF, BF, NONE, NONE, 9, 0, 0, false, 2, false, "must be NULL with an INT8 weight"},
+        {HF, I8, HF, NONE, NONE, NONE, 9, 0, 1, false, 2, false, "antiquant rows take no activation"},
+        {HF, I8, HF, NONE, NONE, NONE, 9, 2, 0, false, 2, false, "does not split K"},
         {BF, BF, BF, BF, NONE, NONE, 9, 0, 0, false, false, false, "quantized GroupedMatmul takes INT8 x"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) refusal(&cases[i]);
@@ -313,6 +422,7 @@ int main(void) {
                      it % 8 == 7);
     }
     for (int it = 0; it < 6; it++) list_case(outs[it % 3]);
+    for (int it = 0; it < 12; it++) antiquant_case(it % 2 ? ACL_BF16 : ACL_FLOAT16, tu_chance(50), tu_chance(40));
     refusals();
     printf("test_grouped_matmul_quant: %d cases, %lld output elements compared, %d failures\n", g_cases, g_elems, g_fail);
     return g_fail ? 1 : 0;

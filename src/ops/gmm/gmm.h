@@ -10,7 +10,8 @@
 #define GMM_MAX_GROUPS 1024  /* entries of a tensor groupList (MAX_GROUP_LIST_SIZE_TENSOR) */
 
 /* One plan; the descriptors of the lists follow it: x[nx], weight[nw],
- * bias[nb], out[ny], scale[ns], perTokenScale[npt] (copies taken at phase 1; their data addresses are the
+ * bias[nb], out[ny], scale[ns], perTokenScale[npt], antiquantScale[nas],
+ * antiquantOffset[nas] (copies taken at phase 1; their data addresses are the
  * ones phase 2 reads). The group list, when there is one, is the executor's
  * tensor slot 0 (read at phase 2, as CANN reads it on the device). */
 typedef struct gmm_plan {
@@ -31,6 +32,12 @@ typedef struct gmm_plan {
     int quant;
     int out_dtype, scale_dtype;
     int ns, npt; /* scale tensors (one per weight), per-token scale tensors (0 or 1) */
+    /* The A16W8 rows (16-bit x, int8 weight): each weight element becomes
+     * (w + antiquantOffset[n]) * antiquantScale[n] in x's dtype, as CANN's
+     * AscendAntiQuant forms it, before the float product. nas: the
+     * antiquant scale tensors (as many offset tensors follow them). */
+    bool antiquant;
+    int nas;
     int64_t mt, nt;     /* output tile: rows, columns (fixed by the shapes, never by the thread count) */
     int64_t mrows;      /* the most rows a group can have (bounds a tile's rows) */
     int64_t kmax;       /* the largest K of a group */
@@ -48,6 +55,12 @@ static inline const aclTensor *gmm_b(const gmm_plan *p, int i) { return &p->t[p-
 static inline const aclTensor *gmm_y(const gmm_plan *p, int i) { return &p->t[p->nx + p->nw + p->nb + i]; }
 static inline const aclTensor *gmm_s(const gmm_plan *p, int i) { return &p->t[p->nx + p->nw + p->nb + p->ny + i]; }
 static inline const aclTensor *gmm_pt(const gmm_plan *p) { return &p->t[p->nx + p->nw + p->nb + p->ny + p->ns]; }
+static inline const aclTensor *gmm_aqs(const gmm_plan *p, int i) {
+    return &p->t[p->nx + p->nw + p->nb + p->ny + p->ns + p->npt + i];
+}
+static inline const aclTensor *gmm_aqo(const gmm_plan *p, int i) {
+    return &p->t[p->nx + p->nw + p->nb + p->ny + p->ns + p->npt + p->nas + i];
+}
 
 enum { GMM_Q_NONE, GMM_Q_INT32, GMM_Q_DEQ };
 

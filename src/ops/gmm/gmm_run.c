@@ -15,6 +15,7 @@
  *     (beta 0), then is rounded once to out's dtype and stored.
  * An output element is computed by one call whose shape depends only on the
  * problem, so the bits are the same for every thread count and run. */
+#include <math.h>
 #include <stdatomic.h>
 
 #include "blas/gemm.h"
@@ -43,6 +44,9 @@ typedef struct gmm_group {
     /* the A8W8 rows: n scales of the plan's scale_dtype at stride scale_s, m per-token scales at stride pts_s */
     const char *scale, *pts;
     int64_t scale_s, pts_s;
+    /* the A16W8 rows: n antiquant scales and offsets (x's dtype) at strides aqs_s, aqo_s */
+    const char *aqs, *aqo;
+    int64_t aqs_s, aqo_s;
 } gmm_group;
 
 /* The rows of t (all dims but the last) as one stride, when they collapse
@@ -182,6 +186,47 @@ static bool ld_ok(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
 }
 static bool direct(const gmm_mat *m, int64_t rows, int64_t cols) {
     return m->dtype == ACL_FLOAT && m->uniform && ld_ok(rows, cols, m->rs, m->cs);
+}
+
+/* v rounded to the nearest FLOAT16 value, ties to even, with one rounding
+ * (v exact in double; the result is returned as the fp32 it is exactly).
+ * Overflow gives infinity, as the vector unit's fp16 arithmetic does. */
+static float round_f16(double v) {
+    const double a = fabs(v);
+    if (a != a) return (float)v;
+    if (a >= 65520.0) return v < 0 ? -INFINITY : INFINITY;
+    int e;
+    frexp(a, &e);                                   /* a = m * 2^e, m in [0.5, 1) */
+    const double ulp = ldexp(1.0, (e - 11 > -24 ? e - 11 : -24)); /* 11 significant bits; subnormals 2^-24 */
+    const double r = nearbyint(a / ulp) * ulp;      /* exact scaling; ties to even */
+    return (float)(v < 0 ? -r : r);
+}
+
+/* B's panel (all K rows, columns j0..j0+cols) of an int8 weight, each element
+ * dequantized as CANN's AscendAntiQuant does it for x's dtype, then widened:
+ *   FLOAT16: fp16(w), + offset in fp16, * scale in fp16 (each step rounded to fp16);
+ *   BF16 (A2/A3): fp32(w), + fp32(offset) in fp32, * fp32(scale) in fp32, rounded to bf16. */
+static void pack_antiquant(const gmm_plan *p, const gmm_group *g, int64_t j0, int64_t cols, float *dst) {
+    const bool bf = p->dtype == ACL_BF16;
+    for (int64_t j = 0; j < cols; j++) {
+        float s, o;
+        mf_widen_f32(g->aqs + (j0 + j) * g->aqs_s * 2, 0, p->dtype, 1, &s, 1);
+        mf_widen_f32(g->aqo + (j0 + j) * g->aqo_s * 2, 0, p->dtype, 1, &o, 1);
+        for (int64_t k = 0; k < g->k; k++) {
+            const float w = (float)*(const int8_t *)mat_at(&g->b, k, j0 + j);
+            float v;
+            if (bf) {
+                const float a = w + o; /* fp32 sums and products: one rounding each */
+                v = a * s;
+                char h[2];
+                mf_narrow_f32(h, 0, ACL_BF16, 1, &v);
+                mf_widen_f32(h, 0, ACL_BF16, 1, &v, 1);
+            } else {
+                v = round_f16((double)round_f16((double)w + (double)o) * (double)s);
+            }
+            dst[k * cols + j] = v;
+        }
+    }
 }
 
 static void store(const gmm_mat *c, int64_t i0, int64_t rows, int64_t j0, int64_t cols, const float *src) {
@@ -394,7 +439,8 @@ static void gmm_tile(const gmm_ctx *c, int64_t tile, float *sc, int64_t *cached)
         B = (const float *)mat_at(&g->b, 0, j0), rsb = g->b.rs, csb = g->b.cs;
     } else {
         if (cached[0] != lo || cached[1] != panel) { /* the panel this worker packed last */
-            pack(&g->b, 0, g->k, j0, cols, bbuf);
+            if (p->antiquant) pack_antiquant(p, g, j0, cols, bbuf);
+            else pack(&g->b, 0, g->k, j0, cols, bbuf);
             cached[0] = lo, cached[1] = panel;
         }
         B = bbuf, rsb = cols, csb = 1;
@@ -545,6 +591,16 @@ aclnnStatus mf_gmm_run(const void *plan, const aclTensor *const *t, void *worksp
             q->bias = NULL;
         }
     }
+    if (p->antiquant) /* antiquant scales and offsets: (E, N) beside one weight or (N) per weight */
+        for (int64_t i = 0; i < p->E; i++) {
+            gmm_group *q = &g[i];
+            const aclTensor *st = p->nas == 1 ? gmm_aqs(p, 0) : gmm_aqs(p, (int)i);
+            const aclTensor *ot = p->nas == 1 ? gmm_aqo(p, 0) : gmm_aqo(p, (int)i);
+            q->aqs = mf_tensor_base(st) + (st->ndim == 2 ? i * st->strides[0] * 2 : 0);
+            q->aqo = mf_tensor_base(ot) + (ot->ndim == 2 ? i * ot->strides[0] * 2 : 0);
+            q->aqs_s = st->strides[st->ndim - 1];
+            q->aqo_s = ot->strides[ot->ndim - 1];
+        }
     if (p->quant == GMM_Q_DEQ) { /* the scales: (E, N) beside one weight or (N) per weight; per-token (M) */
         const int64_t ses = (int64_t)mf_dtype_size(p->scale_dtype);
         for (int64_t i = 0; i < p->E; i++) {

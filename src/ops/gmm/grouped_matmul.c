@@ -171,13 +171,14 @@ typedef struct gmm_quant {
     int out_dtype; /* out's dtype */
     int scale_dtype;
     int ns, npt;   /* scale and per-token scale tensors the plan keeps */
+    bool antiquant;
+    int nas;       /* antiquant scale (and offset) tensors the plan keeps */
 } gmm_quant;
 
 /* Why a pair of x and weight dtypes has no row: the rows CANN has that moefr
  * has not yet, named, or nothing (CANN has no such row either). */
 static const char *unsupported_row(int x, int w) {
     const bool x16 = x == ACL_FLOAT16 || x == ACL_BF16;
-    if (x16 && w == ACL_INT8) return " (A16W8 weight-only antiquant rows: not yet in moefr)";
     if (x16 && w == ACL_INT4) return " (A16W4 weight-only antiquant rows: not yet in moefr)";
     if (x == ACL_INT8 && w == ACL_INT4) return " (A8W4 rows: not yet in moefr)";
     if (x == ACL_INT4 && w == ACL_INT4) return " (A4W4 rows: not yet in moefr)";
@@ -199,6 +200,75 @@ static uint64_t group_count(const gmm_call *c, uint64_t nx, uint64_t nw, uint64_
     }
     if (c->group_list != NULL) return (uint64_t)c->group_list->dims[0];
     return 1;
+}
+
+/* One antiquant argument list (CheckOptionalTensorList): one tensor per
+ * weight, (E, N) beside one (E, K, N) weight with E the group count, (N_i)
+ * beside each 2-D weight; moefr has the per-channel form only (int8 weights
+ * have no other). */
+static aclnnStatus antiquant_list(const gmm_call *c, int which, uint64_t nx, uint64_t nw, uint64_t ny, int dt) {
+    const char *op = c->exec->name, *name = QUANT_NAMES[which];
+    const aclTensorList *l = c->quant[which];
+    char s1[160];
+    const uint64_t n = list_len(l), E = group_count(c, nx, nw, ny);
+    if (n != nw)
+        return mf_fail(INVALID, "%s: %s has %llu tensors for %llu weights", op, name, (unsigned long long)n,
+                       (unsigned long long)nw);
+    MF_TRY(list_items(op, name, l, n));
+    for (uint64_t i = 0; i < n; i++) {
+        const aclTensor *t = item(l, i), *wi = item(c->weight, i);
+        const int want = nw == 1 ? 2 : 1;
+        if (t->ndim != want)
+            return mf_fail(INVALID, "%s: %s[%llu] must have %d dim%s (%s; int8 weights are per-channel), got %s", op,
+                           name, (unsigned long long)i, want, want == 2 ? "s" : "",
+                           want == 2 ? "(groups, N) beside one weight" : "(N) of its weight",
+                           mf_shape_str(t, s1, sizeof s1));
+        if (nw == 1 && (uint64_t)t->dims[0] != E)
+            return mf_fail(INVALID, "%s: %s's dim 0 is %lld, the number of groups is %llu", op, name,
+                           (long long)t->dims[0], (unsigned long long)E);
+        if (t->dims[t->ndim - 1] != wi->dims[wi->ndim - 1])
+            return mf_fail(INVALID, "%s: %s[%llu]'s last dim %lld must be weight[%llu]'s N %lld", op, name,
+                           (unsigned long long)i, (long long)t->dims[t->ndim - 1], (unsigned long long)i,
+                           (long long)wi->dims[wi->ndim - 1]);
+    }
+    (void)dt;
+    return ACLNN_SUCCESS;
+}
+
+/* The A16W8 rows (FLOAT16 or BF16 x, INT8 weight): CheckMatmulDataType
+ * (every x, weight, out and bias: x's dtype, INT8, x's dtype, FLOAT16 /
+ * FLOAT for BF16 x), no activation, then CheckGroupedMatmulAntiQuant: no K
+ * split, antiquant scale and offset both given, their shapes, their dtype
+ * x's, and no scale, offset or per-token scale. */
+static aclnnStatus antiquant_rows(const gmm_call *c, uint64_t nx, uint64_t nw, uint64_t ny, int dt, gmm_quant *q) {
+    const char *op = c->exec->name, *yname = c->version >= 4 ? "out" : "y";
+    MF_TRY(all_dtype(op, "x", c->x, nx, dt));
+    MF_TRY(all_dtype(op, "weight", c->weight, nw, ACL_INT8));
+    MF_TRY(all_dtype(op, yname, c->out, ny, dt));
+    if (!absent(c->bias)) {
+        const uint64_t nb = list_len(c->bias);
+        MF_TRY(list_items(op, "biasOptional", c->bias, nb));
+        MF_TRY(all_dtype(op, "biasOptional", c->bias, nb, dt == ACL_BF16 ? ACL_FLOAT : ACL_FLOAT16));
+    }
+    if (c->act_type != 0)
+        return mf_fail(INVALID, "%s: actType %lld: the antiquant rows take no activation (actType 0)", op,
+                       (long long)c->act_type);
+    if (c->group_type == 2)
+        return mf_fail(INVALID, "%s: antiquant GroupedMatmul does not split K (groupType 2)", op);
+    if (absent(c->quant[2])) return mf_fail(INVALID, "%s: antiquantScaleOptional is required for INT8 weights", op);
+    if (absent(c->quant[3])) return mf_fail(INVALID, "%s: antiquantOffsetOptional is required for INT8 weights", op);
+    MF_TRY(antiquant_list(c, 2, nx, nw, ny, dt));
+    MF_TRY(antiquant_list(c, 3, nx, nw, ny, dt));
+    MF_TRY(all_dtype(op, QUANT_NAMES[2], c->quant[2], list_len(c->quant[2]), dt));
+    MF_TRY(all_dtype(op, QUANT_NAMES[3], c->quant[3], list_len(c->quant[3]), dt));
+    for (int i = 0; i < 5; i++)
+        if ((i == 0 || i == 1 || i == 4) && !absent(c->quant[i]))
+            return mf_fail(INVALID, "%s: %s must be NULL with an INT8 weight and %s x (antiquant)", op, QUANT_NAMES[i],
+                           mf_dtype_name(dt));
+    q->antiquant = true;
+    q->out_dtype = dt;
+    q->nas = (int)nw;
+    return ACLNN_SUCCESS;
 }
 
 /* The A8W8 rows (int8 x and weight), CANN's CheckFunctionQuantParams and
@@ -352,7 +422,7 @@ static aclnnStatus gmm_phase1(const gmm_call *c, gmm_plan *p) {
     const aclTensor *x0 = item(c->x, 0), *w0 = item(c->weight, 0);
     const int dt = x0->dtype;
     const bool a2 = mf_soc_strict();
-    gmm_quant q = {GMM_Q_NONE, dt, 0, 0, 0};
+    gmm_quant q = {GMM_Q_NONE, dt, 0, 0, 0, false, 0};
     const bool has_bias = !absent(c->bias);
     const uint64_t nb = has_bias ? list_len(c->bias) : 0;
     int bdt = dt == ACL_BF16 ? ACL_FLOAT : dt;
@@ -363,6 +433,9 @@ static aclnnStatus gmm_phase1(const gmm_call *c, gmm_plan *p) {
             MF_TRY(list_items(op, "biasOptional", c->bias, nb));
             MF_TRY(all_dtype(op, "biasOptional", c->bias, nb, ACL_INT32));
         }
+    } else if ((dt == ACL_FLOAT16 || dt == ACL_BF16) && w0->dtype == ACL_INT8) {
+        MF_TRY(antiquant_rows(c, nx, nw, ny, dt, &q));
+        if (has_bias) bdt = item(c->bias, 0)->dtype;
     } else {
         if (!is_float(dt) || w0->dtype != dt)
             return mf_fail(INVALID, "%s: no GroupedMatmul row takes x %s with weight %s%s", op, mf_dtype_name(dt),
@@ -588,6 +661,7 @@ static aclnnStatus gmm_phase1(const gmm_call *c, gmm_plan *p) {
     p->dtype = dt, p->bias_dtype = bdt;
     p->quant = q.quant, p->out_dtype = q.out_dtype, p->scale_dtype = q.scale_dtype;
     p->ns = q.ns, p->npt = q.npt;
+    p->antiquant = q.antiquant, p->nas = q.nas;
     for (uint64_t i = 0; i < nx; i++) p->pack_a |= !mf_gmm_direct(item(c->x, i), false);
     for (uint64_t i = 0; i < nw; i++) p->pack_b |= !mf_gmm_direct(item(c->weight, i), true);
     bool empty = true;
@@ -609,7 +683,7 @@ static aclnnStatus gmm_publish(const gmm_call *c, gmm_plan *hdr) {
     }
     hdr->workers = mf_num_threads();
     mf_gmm_tiles(hdr);
-    const int n = hdr->nx + hdr->nw + hdr->nb + hdr->ny + hdr->ns + hdr->npt;
+    const int n = hdr->nx + hdr->nw + hdr->nb + hdr->ny + hdr->ns + hdr->npt + 2 * hdr->nas;
     const size_t bytes = sizeof(gmm_plan) + (size_t)n * sizeof(aclTensor);
     gmm_plan *p = mf_malloc(bytes);
     if (p == NULL) return mf_fail(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of memory planning", hdr->op);
@@ -621,6 +695,8 @@ static aclnnStatus gmm_publish(const gmm_call *c, gmm_plan *hdr) {
     for (int i = 0; i < hdr->ny; i++) p->t[at++] = *item(c->out, (uint64_t)i);
     for (int i = 0; i < hdr->ns; i++) p->t[at++] = *item(c->quant[0], (uint64_t)i);
     for (int i = 0; i < hdr->npt; i++) p->t[at++] = *item(c->quant[4], (uint64_t)i);
+    for (int i = 0; i < hdr->nas; i++) p->t[at++] = *item(c->quant[2], (uint64_t)i);
+    for (int i = 0; i < hdr->nas; i++) p->t[at++] = *item(c->quant[3], (uint64_t)i);
     const aclTensor *slot[1] = {c->group_list};
     const uint64_t ws = hdr->empty ? 0 : mf_gmm_workspace(p);
     aclnnStatus rc = mf_op_publish(c->exec, slot, 0, p, bytes, mf_gmm_run, ws, c->workspaceSize, c->executor);

@@ -101,16 +101,41 @@ class A8W8(unittest.TestCase):
     def test_not_yet(self):
         x, w = i8(6, 8), i8(2, 8, 4)
         gl = torch.tensor([3, 3])
-        with self.assertRaisesRegex(RuntimeError, "A16W8"):
+        with self.assertRaisesRegex(RuntimeError, "antiquantOffsetOptional is required"):
             torch_npu.npu_grouped_matmul([torch.randn(6, 8).half()], [w], antiquant_scale=[torch.ones(2, 4).half()],
-                                         antiquant_offset=[torch.zeros(2, 4).half()], group_list=gl, split_item=2,
-                                         group_type=0, group_list_type=1)
+                                         group_list=gl, split_item=2, group_type=0, group_list_type=1)
         with self.assertRaisesRegex(RuntimeError, "INT8 out"):
             torch_npu.npu_grouped_matmul([x], [w], scale=[torch.ones(2, 4, dtype=torch.int64)], group_list=gl,
                                          split_item=2, group_type=0, group_list_type=1, output_dtype=torch.int8)
         with self.assertRaisesRegex(RuntimeError, "scaleOptional is required"):
             torch_npu.npu_grouped_matmul([x], [w], group_list=gl, split_item=2, group_type=0, group_list_type=1,
                                          output_dtype=torch.bfloat16)
+
+    def test_a16w8(self):
+        """Weight-only int8 (vllm-ascend's W8A16): each weight dequantized as (w + offset) * scale in x's dtype,
+        then the float product (fp32 sums, one rounding): compared with float64 within the sum's bound."""
+        for dt in (torch.float16, torch.bfloat16):
+            M, K, N, E = 40, 33, 19, 3
+            x = torch.randn(M, K).to(dt)
+            w = i8(E, K, N)
+            sc = ((torch.rand(E, N) + 0.1) / 64).to(dt)
+            off = ((torch.rand(E, N) - 0.5) * 16).to(dt)
+            counts = [15, 0, 20]
+            (y,) = torch_npu.npu_grouped_matmul([x], [w], antiquant_scale=[sc], antiquant_offset=[off],
+                                                group_list=torch.tensor(counts), split_item=3, group_type=0,
+                                                group_list_type=1)
+            self.assertEqual(y.dtype, dt)
+            if dt == torch.float16:  # fp16 steps: round to fp16 after the add and after the multiply
+                wq = ((w.half() + off[:, None, :]).half() * sc[:, None, :]).half()
+            else:  # fp32 steps, then bf16
+                wq = ((w.float() + off.float()[:, None, :]) * sc.float()[:, None, :]).bfloat16()
+            r0 = 0
+            for e, g in enumerate(counts):
+                ref = x[r0:r0 + g].double() @ wq[e].double()
+                mag = x[r0:r0 + g].double().abs() @ wq[e].double().abs()
+                tol = (K + 2) * 2.0 ** -24 * mag + ref.abs() * (2.0 ** -8 if dt == torch.bfloat16 else 2.0 ** -11)
+                self.assertTrue(bool(((y[r0:r0 + g].double() - ref).abs() <= tol + 1e-30).all()), "A16W8 %s" % dt)
+                r0 += g
 
     @unittest.skipUnless(tl.torch_ops(), "torch.ops.npu needs PyTorch >= 2.4")
     def test_compiled_w8a8_mlp(self):

@@ -240,15 +240,36 @@ static double aq_weight(int dt, int64_t w, double o, double s) {
     return fr_decode(FR_BF16, &h, 0);
 }
 
-static void antiquant_case(int dt, bool bias, bool wt) {
+/* int4 weights travel as INT32, eight values each along N, the first in the lowest nibble:
+ * (E, K, N / 8) INT32 holding the (E, K, N) values v[e][k][n] in [-8, 7]. */
+static int32_t *pack_int4(const int8_t *v, int64_t E, int64_t K, int64_t N) {
+    int32_t *p = calloc((size_t)(E * K * (N / 8)) + 1, 4);
+    for (int64_t i = 0; i < E * K * N; i++) {
+        const int64_t row = i / N, n = i % N;
+        uint32_t *word = (uint32_t *)&p[row * (N / 8) + n / 8];
+        *word |= ((uint32_t)v[i] & 0xFu) << (4 * (n % 8));
+    }
+    return p;
+}
+
+static void antiquant_case(int dt, bool bias, bool wt, bool int4, bool grouped) {
     g_cases++;
     const int fr = dt == ACL_BF16 ? FR_BF16 : FR_F16;
-    const int64_t E = tu_int(1, 5), K = tu_int(1, 90), N = tu_int(1, 70), M = tu_int(0, 120);
+    const int64_t G = grouped ? tu_int(1, 4) : 1; /* K groups of the antiquant parameters */
+    const int64_t E = tu_int(1, 5), K = G * tu_int(1, 90 / G + 1), N = int4 ? 8 * tu_int(1, 9) : tu_int(1, 70),
+                  M = tu_int(0, 120);
+    if (int4) wt = false;
     const int64_t wd[3] = {E, K, N};
     qmat w = qmat_new(3, wd, wt, 0);
-    unsigned char *x = malloc((size_t)(M * K) * 2 + 2), *aqs = malloc((size_t)(E * N) * 2), *aqo = malloc((size_t)(E * N) * 2);
+    int32_t *w4 = NULL;
+    if (int4) {
+        for (int64_t i = 0; i < w.n; i++) w.buf[i] = (int8_t)tu_int(-8, 7);
+        w4 = pack_int4(w.buf, E, K, N);
+    }
+    unsigned char *x = malloc((size_t)(M * K) * 2 + 2), *aqs = malloc((size_t)(E * G * N) * 2),
+                  *aqo = malloc((size_t)(E * G * N) * 2);
     for (int64_t i = 0; i < M * K; i++) tu_put(fr, x, i, (tu_unit() - 0.5) * 4);
-    for (int64_t i = 0; i < E * N; i++) {
+    for (int64_t i = 0; i < E * G * N; i++) {
         tu_put(fr, aqs, i, (tu_unit() + 0.1) / 64 * (tu_chance(50) ? 1 : -1));
         tu_put(fr, aqo, i, tu_chance(30) ? 0.0 : (tu_unit() - 0.5) * 16);
     }
@@ -265,9 +286,10 @@ static void antiquant_case(int dt, bool bias, bool wt) {
     int64_t *glv = malloc(sizeof(int64_t) * (size_t)E);
     memcpy(glv, sizes, sizeof(int64_t) * (size_t)E);
     unsigned char *out = tu_poisoned((size_t)(M * N) * 2);
-    const int64_t xd[2] = {M, K}, sd[2] = {E, N}, od[2] = {M, N};
-    aclTensor *xt = tu_tensor(xd, 2, (aclDataType)dt, x), *wtn = qtensor(&w);
-    aclTensor *st = tu_tensor(sd, 2, (aclDataType)dt, aqs), *ot0 = tu_tensor(sd, 2, (aclDataType)dt, aqo);
+    const int64_t xd[2] = {M, K}, sd[2] = {E, N}, gd[3] = {E, G, N}, od[2] = {M, N}, w4d[3] = {E, K, N / 8};
+    aclTensor *xt = tu_tensor(xd, 2, (aclDataType)dt, x), *wtn = int4 ? tu_tensor(w4d, 3, ACL_INT32, w4) : qtensor(&w);
+    aclTensor *st = grouped ? tu_tensor(gd, 3, (aclDataType)dt, aqs) : tu_tensor(sd, 2, (aclDataType)dt, aqs);
+    aclTensor *ot0 = grouped ? tu_tensor(gd, 3, (aclDataType)dt, aqo) : tu_tensor(sd, 2, (aclDataType)dt, aqo);
     aclTensor *bt = bias ? tu_tensor(sd, 2, (aclDataType)bdt, bv) : NULL;
     aclTensor *gl = tu_mk(1, E, 1, 1, ACL_INT64, glv), *yt = tu_tensor(od, 2, (aclDataType)dt, out);
     aclTensorList *xl = aclCreateTensorList((const aclTensor *const *)&xt, 1);
@@ -280,7 +302,8 @@ static void antiquant_case(int dt, bool bias, bool wt) {
     aclOpExecutor *ex = NULL;
     aclnnStatus rc = aclnnGroupedMatmulV4GetWorkspaceSize(xl, wl, bl, NULL, NULL, sl, ol, NULL, gl, NULL, NULL, NULL, 3,
                                                           0, 1, 0, yl, NULL, NULL, &ws, &ex);
-    CHECK(rc == ACLNN_SUCCESS, "antiquant %s: phase 1 %d: %s", dt == ACL_BF16 ? "bf16" : "fp16", rc, tu_msg());
+    CHECK(rc == ACLNN_SUCCESS, "antiquant %s int4 %d groups %lld: phase 1 %d: %s", dt == ACL_BF16 ? "bf16" : "fp16",
+          int4, (long long)G, rc, tu_msg());
     if (rc == ACLNN_SUCCESS) {
         void *wsp = ws ? malloc(ws) : NULL;
         CHECK_RC(aclnnGroupedMatmulV4(wsp, ws, ex, NULL), ACLNN_SUCCESS);
@@ -290,8 +313,8 @@ static void antiquant_case(int dt, bool bias, bool wt) {
         for (int64_t e = 0; e < E && !bad; e++) {
             for (int64_t k = 0; k < K; k++)
                 for (int64_t c = 0; c < N; c++)
-                    wq[k * N + c] = aq_weight(dt, qat(&w, e, k, c), fr_decode(fr, aqo, e * N + c),
-                                              fr_decode(fr, aqs, e * N + c));
+                    wq[k * N + c] = aq_weight(dt, qat(&w, e, k, c), fr_decode(fr, aqo, (e * G + k / (K / G)) * N + c),
+                                              fr_decode(fr, aqs, (e * G + k / (K / G)) * N + c));
             for (int64_t r = ends[e]; r < ends[e + 1] && !bad; r++)
                 for (int64_t c = 0; c < N && !bad; c++) {
                     double ref = 0, mag = 0;
@@ -319,7 +342,7 @@ static void antiquant_case(int dt, bool bias, bool wt) {
     aclDestroyTensorList(yl);
     if (bl) aclDestroyTensorList(bl);
     tu_destroy(gl);
-    free(w.buf), free(x), free(aqs), free(aqo), free(bv), free(glv), free(out);
+    free(w.buf), free(w4), free(x), free(aqs), free(aqo), free(bv), free(glv), free(out);
 }
 
 /* ---- refusals: phase 1 codes, messages, nothing written ---- */
@@ -422,7 +445,8 @@ int main(void) {
                      it % 8 == 7);
     }
     for (int it = 0; it < 6; it++) list_case(outs[it % 3]);
-    for (int it = 0; it < 12; it++) antiquant_case(it % 2 ? ACL_BF16 : ACL_FLOAT16, tu_chance(50), tu_chance(40));
+    for (int it = 0; it < 24; it++)
+        antiquant_case(it % 2 ? ACL_BF16 : ACL_FLOAT16, tu_chance(50), tu_chance(40), it >= 8, it >= 16);
     refusals();
     printf("test_grouped_matmul_quant: %d cases, %lld output elements compared, %d failures\n", g_cases, g_elems, g_fail);
     return g_fail ? 1 : 0;

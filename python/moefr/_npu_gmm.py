@@ -58,12 +58,18 @@ def _as_list(v, name):
     return list(v)
 
 
+def _int4_pack(weight):
+    """8 when the weights are int32 holding eight int4 each along N (torch_npu's int4 weights), else 1."""
+    return 8 if weight[0].dtype == torch.int32 else 1
+
+
 def _out_shapes(x, weight, group_list, split_item, group_type):
     """torch_npu's allocation (GroupedMatmulKernelNpuOpApi.cpp)."""
     ws = []
     for w in weight:  # a single 3-D weight counts as weight.size(0) weights
         ws.extend([w[i] for i in range(w.shape[0])] if w.dim() == 3 else [w])
-    n0 = weight[0].shape[-1]
+    pack = _int4_pack(weight)
+    n0 = weight[0].shape[-1] * pack
     if split_item in (2, 3):
         if group_type == 2:
             E = group_list.numel() if isinstance(group_list, torch.Tensor) else len(group_list)
@@ -74,8 +80,8 @@ def _out_shapes(x, weight, group_list, split_item, group_type):
         sizes = [gl[0]] + [gl[i] - gl[i - 1] for i in range(1, len(gl))]
         if any(s < 0 for s in sizes):
             _fail("group_list must be ascending")
-        return [(s, ws[i].shape[-1]) for i, s in enumerate(sizes)]
-    return [tuple(t.shape[:-1]) + (ws[i].shape[-1],) for i, t in enumerate(x)]
+        return [(s, ws[i].shape[-1] * pack) for i, s in enumerate(sizes)]
+    return [tuple(t.shape[:-1]) + (ws[i].shape[-1] * pack,) for i, t in enumerate(x)]
 
 
 def _gmm(x, weight, bias, group_list, split_item, group_type, group_list_type, zero=False, quant=None,

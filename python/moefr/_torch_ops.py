@@ -831,7 +831,8 @@ def _fake_gmm(x, weight, **kw):
     group_list = kw.get("group_list")
     single = len(weight) == 1 and weight[0].dim() == 3
     ws = [weight[0][i] for i in range(weight[0].shape[0])] if single else list(weight)
-    n0 = weight[0].shape[-1]
+    pack = _npu_gmm._int4_pack(weight)
+    n0 = weight[0].shape[-1] * pack
     dt = _npu_gmm._out_dtype(kw.get("output_dtype"), x[0])
     if split_item in (2, 3):
         if group_type == 2:
@@ -841,12 +842,12 @@ def _fake_gmm(x, weight, **kw):
     if isinstance(group_list, (list, tuple)) and len(x) == 1 and group_type != 2:
         ends = list(group_list)
         sizes = [ends[0]] + [ends[i] - ends[i - 1] for i in range(1, len(ends))]
-        return [_empty((s, ws[i].shape[-1]), dt, x[0]) for i, s in enumerate(sizes)]
+        return [_empty((s, ws[i].shape[-1] * pack), dt, x[0]) for i, s in enumerate(sizes)]
     if isinstance(group_list, torch.Tensor) and len(x) == 1 and group_type != 2:
         raise RuntimeError("npu_grouped_matmul (moefr): split_item %d with a tensor group_list splits x into "
                            "outputs whose shapes depend on group_list's values; under torch.compile use "
                            "split_item 2 or 3" % split_item)
-    return [_empty(tuple(t.shape[:-1]) + (ws[i].shape[-1],), dt, t) for i, t in enumerate(x)]
+    return [_empty(tuple(t.shape[:-1]) + (ws[i].shape[-1] * pack,), dt, t) for i, t in enumerate(x)]
 
 
 def _gmm_cpu(x, weight, **kw):

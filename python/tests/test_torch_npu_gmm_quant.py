@@ -137,6 +137,43 @@ class A8W8(unittest.TestCase):
                 self.assertTrue(bool(((y[r0:r0 + g].double() - ref).abs() <= tol + 1e-30).all()), "A16W8 %s" % dt)
                 r0 += g
 
+    def test_a16w4(self):
+        """Weight-only int4 (vllm-ascend's W4A16): int32 weights holding eight int4 each along N (first value in the
+        lowest nibble), per-channel and per-group antiquant parameters."""
+        for dt, groups in ((torch.float16, 1), (torch.bfloat16, 1), (torch.bfloat16, 4), (torch.float16, 2)):
+            M, K, N, E = 21, 32, 24, 2
+            x = torch.randn(M, K).to(dt)
+            q = torch.randint(-8, 8, (E, K, N), dtype=torch.int32)
+            nib = (q & 0xF).view(E, K, N // 8, 8)
+            packed = torch.zeros(E, K, N // 8, dtype=torch.int64)
+            for j in range(8):
+                packed |= nib[..., j].long() << (4 * j)
+            packed = torch.where(packed >= 2 ** 31, packed - 2 ** 32, packed).to(torch.int32)
+            shape = (E, N) if groups == 1 else (E, groups, N)
+            sc = ((torch.rand(shape) + 0.1) / 8).to(dt)
+            off = ((torch.rand(shape) - 0.5) * 4).to(dt)
+            counts = [9, 12]
+            (y,) = torch_npu.npu_grouped_matmul([x], [packed], antiquant_scale=[sc], antiquant_offset=[off],
+                                                group_list=torch.tensor(counts), split_item=3, group_type=0,
+                                                group_list_type=1)
+            self.assertEqual(tuple(y.shape), (M, N))
+            scg = sc if groups > 1 else sc[:, None, :]
+            offg = off if groups > 1 else off[:, None, :]
+            rep = K // scg.shape[1]
+            scg, offg = scg.repeat_interleave(rep, 1), offg.repeat_interleave(rep, 1)
+            if dt == torch.float16:
+                wq = ((q.half() + offg).half() * scg).half()
+            else:
+                wq = ((q.float() + offg.float()) * scg.float()).bfloat16()
+            r0 = 0
+            for e, g in enumerate(counts):
+                ref = x[r0:r0 + g].double() @ wq[e].double()
+                mag = x[r0:r0 + g].double().abs() @ wq[e].double().abs()
+                tol = (K + 2) * 2.0 ** -24 * mag + ref.abs() * (2.0 ** -8 if dt == torch.bfloat16 else 2.0 ** -11)
+                self.assertTrue(bool(((y[r0:r0 + g].double() - ref).abs() <= tol + 1e-30).all()),
+                                "A16W4 %s groups %d" % (dt, groups))
+                r0 += g
+
     @unittest.skipUnless(tl.torch_ops(), "torch.ops.npu needs PyTorch >= 2.4")
     def test_compiled_w8a8_mlp(self):
         """vllm-ascend's W8A8 expert MLP shape: int8 GMM (bf16 out, per-token), swiglu, int8 GMM."""

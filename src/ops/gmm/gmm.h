@@ -38,6 +38,8 @@ typedef struct gmm_plan {
      * antiquant scale tensors (as many offset tensors follow them). */
     bool antiquant;
     int nas;
+    int64_t aq_gsize; /* int4 weights: K rows per antiquant group (0: per-channel) */
+    int wpack;        /* 8: the weights are INT32 holding eight int4 each along N (lowest nibble first) */
     int64_t mt, nt;     /* output tile: rows, columns (fixed by the shapes, never by the thread count) */
     int64_t mrows;      /* the most rows a group can have (bounds a tile's rows) */
     int64_t kmax;       /* the largest K of a group */

@@ -44,9 +44,10 @@ typedef struct gmm_group {
     /* the A8W8 rows: n scales of the plan's scale_dtype at stride scale_s, m per-token scales at stride pts_s */
     const char *scale, *pts;
     int64_t scale_s, pts_s;
-    /* the A16W8 rows: n antiquant scales and offsets (x's dtype) at strides aqs_s, aqo_s */
+    /* the A16W8 / A16W4 rows: antiquant scales and offsets (x's dtype): column n of K-group g at
+     * (g * aq?_gs + n * aq?_s) elements (aq?_gs 0 per-channel) */
     const char *aqs, *aqo;
-    int64_t aqs_s, aqo_s;
+    int64_t aqs_s, aqo_s, aqs_gs, aqo_gs;
 } gmm_group;
 
 /* The rows of t (all dims but the last) as one stride, when they collapse
@@ -202,18 +203,34 @@ static float round_f16(double v) {
     return (float)(v < 0 ? -r : r);
 }
 
-/* B's panel (all K rows, columns j0..j0+cols) of an int8 weight, each element
- * dequantized as CANN's AscendAntiQuant does it for x's dtype, then widened:
+/* Weight element (k, n) of an int8 weight, or of an int4 one packed eight to an
+ * INT32 along N, lowest nibble first (CANN's UnpackInt32ToInt4 layout). */
+static int weight_q(const gmm_plan *p, const gmm_group *g, int64_t k, int64_t n) {
+    if (p->wpack != 8) return *(const int8_t *)mat_at(&g->b, k, n);
+    int32_t word;
+    memcpy(&word, mat_at(&g->b, k, n / 8), 4);
+    const int nib = (int)(((uint32_t)word >> (4 * (n % 8))) & 0xFu);
+    return nib >= 8 ? nib - 16 : nib;
+}
+
+/* B's panel (all K rows, columns j0..j0+cols) of an int8 / int4 weight, each
+ * element dequantized as CANN's AscendAntiQuant does it for x's dtype, then widened:
  *   FLOAT16: fp16(w), + offset in fp16, * scale in fp16 (each step rounded to fp16);
- *   BF16 (A2/A3): fp32(w), + fp32(offset) in fp32, * fp32(scale) in fp32, rounded to bf16. */
+ *   BF16 (A2/A3): fp32(w), + fp32(offset) in fp32, * fp32(scale) in fp32, rounded to bf16.
+ * The scale and offset are the column's, of the element's K group when per-group. */
 static void pack_antiquant(const gmm_plan *p, const gmm_group *g, int64_t j0, int64_t cols, float *dst) {
     const bool bf = p->dtype == ACL_BF16;
     for (int64_t j = 0; j < cols; j++) {
-        float s, o;
-        mf_widen_f32(g->aqs + (j0 + j) * g->aqs_s * 2, 0, p->dtype, 1, &s, 1);
-        mf_widen_f32(g->aqo + (j0 + j) * g->aqo_s * 2, 0, p->dtype, 1, &o, 1);
+        float s = 0, o = 0;
+        int64_t grp = -1;
         for (int64_t k = 0; k < g->k; k++) {
-            const float w = (float)*(const int8_t *)mat_at(&g->b, k, j0 + j);
+            const int64_t gk = p->aq_gsize ? k / p->aq_gsize : 0;
+            if (gk != grp) {
+                mf_widen_f32(g->aqs + (gk * g->aqs_gs + (j0 + j) * g->aqs_s) * 2, 0, p->dtype, 1, &s, 1);
+                mf_widen_f32(g->aqo + (gk * g->aqo_gs + (j0 + j) * g->aqo_s) * 2, 0, p->dtype, 1, &o, 1);
+                grp = gk;
+            }
+            const float w = (float)weight_q(p, g, k, j0 + j);
             float v;
             if (bf) {
                 const float a = w + o; /* fp32 sums and products: one rounding each */
@@ -534,7 +551,7 @@ aclnnStatus mf_gmm_run(const void *plan, const aclTensor *const *t, void *worksp
         for (int64_t i = 0; i < p->E; i++) {
             const aclTensor *xi = gmm_x(p, (int)i), *wi = gmm_w(p, (int)i), *yi = gmm_y(p, (int)i);
             gmm_group *q = &g[i];
-            q->m = rows_of(xi), q->k = xi->dims[xi->ndim - 1], q->n = wi->dims[1];
+            q->m = rows_of(xi), q->k = xi->dims[xi->ndim - 1], q->n = wi->dims[1] * (p->wpack == 8 ? 8 : 1);
             q->a = mat_of(xi, 0, 0), q->b = mat_of(wi, 0, 0), q->c = mat_of(yi, 0, 0);
         }
     } else if (p->gt == 0) {
@@ -596,10 +613,13 @@ aclnnStatus mf_gmm_run(const void *plan, const aclTensor *const *t, void *worksp
             gmm_group *q = &g[i];
             const aclTensor *st = p->nas == 1 ? gmm_aqs(p, 0) : gmm_aqs(p, (int)i);
             const aclTensor *ot = p->nas == 1 ? gmm_aqo(p, 0) : gmm_aqo(p, (int)i);
-            q->aqs = mf_tensor_base(st) + (st->ndim == 2 ? i * st->strides[0] * 2 : 0);
-            q->aqo = mf_tensor_base(ot) + (ot->ndim == 2 ? i * ot->strides[0] * 2 : 0);
+            const int one = p->aq_gsize ? 3 : 2; /* the rank of one tensor beside one (E, K, N) weight */
+            q->aqs = mf_tensor_base(st) + (st->ndim == one ? i * st->strides[0] * 2 : 0);
+            q->aqo = mf_tensor_base(ot) + (ot->ndim == one ? i * ot->strides[0] * 2 : 0);
             q->aqs_s = st->strides[st->ndim - 1];
             q->aqo_s = ot->strides[ot->ndim - 1];
+            q->aqs_gs = p->aq_gsize ? st->strides[st->ndim - 2] : 0;
+            q->aqo_gs = p->aq_gsize ? ot->strides[ot->ndim - 2] : 0;
         }
     if (p->quant == GMM_Q_DEQ) { /* the scales: (E, N) beside one weight or (N) per weight; per-token (M) */
         const int64_t ses = (int64_t)mf_dtype_size(p->scale_dtype);

@@ -53,6 +53,8 @@ typedef struct gmm_call {
     int64_t split_item, group_type, list_type, act_type;
     uint64_t *workspaceSize;
     aclOpExecutor **executor;
+    int wpack; /* set by gmm_gws: 8 when V4/V5 weights of INT32 hold eight int4 each along the last dim
+                * (CANN's UnpackInt32ToInt4), else 1 */
 } gmm_call;
 
 static const char *const QUANT_NAMES[5] = {"scaleOptional", "offsetOptional", "antiquantScaleOptional",
@@ -78,6 +80,9 @@ static bool absent(const aclTensorList *l) {
     const aclTensor *t = item(l, 0);
     return t == NULL || (n == 1 && t->ndim == 1 && t->dims[0] == 0);
 }
+
+/* A weight's last dim as CANN sees it: eight int4 per INT32 element of a packed weight. */
+static int64_t wlast(const gmm_call *c, const aclTensor *w) { return w->dims[w->ndim - 1] * c->wpack; }
 
 static bool is_float(int dt) { return dt == ACL_FLOAT || dt == ACL_FLOAT16 || dt == ACL_BF16; }
 
@@ -173,19 +178,19 @@ typedef struct gmm_quant {
     int ns, npt;   /* scale and per-token scale tensors the plan keeps */
     bool antiquant;
     int nas;       /* antiquant scale (and offset) tensors the plan keeps */
+    int64_t aq_gsize; /* K rows per antiquant group (int4 per-group); 0 per-channel */
 } gmm_quant;
 
 /* Why a pair of x and weight dtypes has no row: the rows CANN has that moefr
  * has not yet, named, or nothing (CANN has no such row either). */
 static const char *unsupported_row(int x, int w) {
-    const bool x16 = x == ACL_FLOAT16 || x == ACL_BF16;
-    if (x16 && w == ACL_INT4) return " (A16W4 weight-only antiquant rows: not yet in moefr)";
     if (x == ACL_INT8 && w == ACL_INT4) return " (A8W4 rows: not yet in moefr)";
     if (x == ACL_INT4 && w == ACL_INT4) return " (A4W4 rows: not yet in moefr)";
     if (x == ACL_FLOAT8_E4M3FN || x == ACL_FLOAT8_E5M2 || x == ACL_HIFLOAT8 || w == ACL_FLOAT8_E4M3FN ||
         w == ACL_FLOAT8_E5M2 || w == ACL_HIFLOAT8 || w == ACL_FLOAT4_E2M1 || w == ACL_FLOAT4_E1M2)
         return " (Ascend 950's FP8 / HiF8 / MX / FP4 rows: not supported by moefr)";
-    return " (the rows: FLOAT16, BF16, FLOAT32 x with the same weight; INT8 x with INT8 weight)";
+    return " (the rows: FLOAT16, BF16, FLOAT32 x with the same weight; INT8 x with INT8 weight; FLOAT16 or BF16 x "
+           "with INT8 or INT4-in-INT32 weight)";
 }
 
 /* CANN's GetGroupSize: the number of groups the scale lists are checked against. */
@@ -202,11 +207,13 @@ static uint64_t group_count(const gmm_call *c, uint64_t nx, uint64_t nw, uint64_
     return 1;
 }
 
-/* One antiquant argument list (CheckOptionalTensorList): one tensor per
- * weight, (E, N) beside one (E, K, N) weight with E the group count, (N_i)
- * beside each 2-D weight; moefr has the per-channel form only (int8 weights
- * have no other). */
-static aclnnStatus antiquant_list(const gmm_call *c, int which, uint64_t nx, uint64_t nw, uint64_t ny, int dt) {
+/* One antiquant argument list (CheckOptionalTensorList, CheckDimNumAndPerGroupNum):
+ * one tensor per weight; per-channel (E, N) beside one (E, K, N) weight with E
+ * the group count, (N_i) beside each 2-D weight; int4 weights also per-group,
+ * (E, G, N) / (G_i, N_i) with G dividing K. *gsize: the K rows of a group (0
+ * per-channel). */
+static aclnnStatus antiquant_list(const gmm_call *c, int which, uint64_t nx, uint64_t nw, uint64_t ny, bool int4,
+                                  int64_t *gsize) {
     const char *op = c->exec->name, *name = QUANT_NAMES[which];
     const aclTensorList *l = c->quant[which];
     char s1[160];
@@ -215,23 +222,36 @@ static aclnnStatus antiquant_list(const gmm_call *c, int which, uint64_t nx, uin
         return mf_fail(INVALID, "%s: %s has %llu tensors for %llu weights", op, name, (unsigned long long)n,
                        (unsigned long long)nw);
     MF_TRY(list_items(op, name, l, n));
+    *gsize = 0;
     for (uint64_t i = 0; i < n; i++) {
         const aclTensor *t = item(l, i), *wi = item(c->weight, i);
-        const int want = nw == 1 ? 2 : 1;
-        if (t->ndim != want)
-            return mf_fail(INVALID, "%s: %s[%llu] must have %d dim%s (%s; int8 weights are per-channel), got %s", op,
-                           name, (unsigned long long)i, want, want == 2 ? "s" : "",
-                           want == 2 ? "(groups, N) beside one weight" : "(N) of its weight",
+        const int chan = nw == 1 ? 2 : 1; /* per-channel rank; per-group has one more */
+        const bool grouped = int4 && t->ndim == chan + 1;
+        if (t->ndim != chan && !grouped)
+            return mf_fail(INVALID, "%s: %s[%llu] must have %d dim%s (%s)%s, got %s", op, name, (unsigned long long)i,
+                           chan, chan == 2 ? "s" : "", chan == 2 ? "(groups, N) beside one weight" : "(N) of its weight",
+                           int4 ? " or one more (per-group)" : "; int8 weights are per-channel",
                            mf_shape_str(t, s1, sizeof s1));
         if (nw == 1 && (uint64_t)t->dims[0] != E)
             return mf_fail(INVALID, "%s: %s's dim 0 is %lld, the number of groups is %llu", op, name,
                            (long long)t->dims[0], (unsigned long long)E);
-        if (t->dims[t->ndim - 1] != wi->dims[wi->ndim - 1])
+        if (t->dims[t->ndim - 1] != wlast(c, wi))
             return mf_fail(INVALID, "%s: %s[%llu]'s last dim %lld must be weight[%llu]'s N %lld", op, name,
                            (unsigned long long)i, (long long)t->dims[t->ndim - 1], (unsigned long long)i,
-                           (long long)wi->dims[wi->ndim - 1]);
+                           (long long)wlast(c, wi));
+        int64_t gs = 0;
+        if (grouped) {
+            const int64_t G = t->dims[t->ndim - 2], K = wi->dims[wi->ndim - 2];
+            if (G <= 0 || K % G != 0)
+                return mf_fail(INVALID, "%s: %s[%llu] has %lld groups along K, which must divide K = %lld", op, name,
+                               (unsigned long long)i, (long long)G, (long long)K);
+            gs = K / G;
+        }
+        if (i > 0 && gs != *gsize)
+            return mf_fail(INVALID, "%s: %s[%llu]'s per-group size %lld differs from the first tensor's %lld", op,
+                           name, (unsigned long long)i, (long long)gs, (long long)*gsize);
+        *gsize = gs;
     }
-    (void)dt;
     return ACLNN_SUCCESS;
 }
 
@@ -242,8 +262,9 @@ static aclnnStatus antiquant_list(const gmm_call *c, int which, uint64_t nx, uin
  * x's, and no scale, offset or per-token scale. */
 static aclnnStatus antiquant_rows(const gmm_call *c, uint64_t nx, uint64_t nw, uint64_t ny, int dt, gmm_quant *q) {
     const char *op = c->exec->name, *yname = c->version >= 4 ? "out" : "y";
+    const bool int4 = c->wpack == 8;
     MF_TRY(all_dtype(op, "x", c->x, nx, dt));
-    MF_TRY(all_dtype(op, "weight", c->weight, nw, ACL_INT8));
+    MF_TRY(all_dtype(op, "weight", c->weight, nw, int4 ? ACL_INT32 : ACL_INT8));
     MF_TRY(all_dtype(op, yname, c->out, ny, dt));
     if (!absent(c->bias)) {
         const uint64_t nb = list_len(c->bias);
@@ -257,8 +278,16 @@ static aclnnStatus antiquant_rows(const gmm_call *c, uint64_t nx, uint64_t nw, u
         return mf_fail(INVALID, "%s: antiquant GroupedMatmul does not split K (groupType 2)", op);
     if (absent(c->quant[2])) return mf_fail(INVALID, "%s: antiquantScaleOptional is required for INT8 weights", op);
     if (absent(c->quant[3])) return mf_fail(INVALID, "%s: antiquantOffsetOptional is required for INT8 weights", op);
-    MF_TRY(antiquant_list(c, 2, nx, nw, ny, dt));
-    MF_TRY(antiquant_list(c, 3, nx, nw, ny, dt));
+    int64_t gs_scale = 0, gs_offset = 0;
+    MF_TRY(antiquant_list(c, 2, nx, nw, ny, int4, &gs_scale));
+    MF_TRY(antiquant_list(c, 3, nx, nw, ny, int4, &gs_offset));
+    if (gs_scale != gs_offset)
+        return mf_fail(INVALID, "%s: antiquantScaleOptional is %s, antiquantOffsetOptional %s: they must agree", op,
+                       gs_scale ? "per-group" : "per-channel", gs_offset ? "per-group" : "per-channel");
+    if (gs_scale && item(c->quant[2], 0)->dims[item(c->quant[2], 0)->ndim - 2] !=
+                        item(c->quant[3], 0)->dims[item(c->quant[3], 0)->ndim - 2])
+        return mf_fail(INVALID, "%s: antiquantScaleOptional and antiquantOffsetOptional have different group counts",
+                       op);
     MF_TRY(all_dtype(op, QUANT_NAMES[2], c->quant[2], list_len(c->quant[2]), dt));
     MF_TRY(all_dtype(op, QUANT_NAMES[3], c->quant[3], list_len(c->quant[3]), dt));
     for (int i = 0; i < 5; i++)
@@ -268,6 +297,7 @@ static aclnnStatus antiquant_rows(const gmm_call *c, uint64_t nx, uint64_t nw, u
     q->antiquant = true;
     q->out_dtype = dt;
     q->nas = (int)nw;
+    q->aq_gsize = gs_scale;
     return ACLNN_SUCCESS;
 }
 
@@ -322,10 +352,10 @@ static aclnnStatus quant_rows(const gmm_call *c, uint64_t nx, uint64_t nw, uint6
         if (nw == 1 && (uint64_t)si->dims[0] != E)
             return mf_fail(INVALID, "%s: scaleOptional's dim 0 is %lld, the number of groups is %llu", op,
                            (long long)si->dims[0], (unsigned long long)E);
-        if (si->dims[si->ndim - 1] != wi->dims[wi->ndim - 1])
+        if (si->dims[si->ndim - 1] != wlast(c, wi))
             return mf_fail(INVALID, "%s: scaleOptional[%llu]'s last dim %lld must be weight[%llu]'s N %lld", op,
                            (unsigned long long)i, (long long)si->dims[si->ndim - 1], (unsigned long long)i,
-                           (long long)wi->dims[wi->ndim - 1]);
+                           (long long)wlast(c, wi));
     }
     const bool per_token = !absent(c->quant[4]);
     for (uint64_t i = 0; i < ns; i++) {
@@ -422,7 +452,7 @@ static aclnnStatus gmm_phase1(const gmm_call *c, gmm_plan *p) {
     const aclTensor *x0 = item(c->x, 0), *w0 = item(c->weight, 0);
     const int dt = x0->dtype;
     const bool a2 = mf_soc_strict();
-    gmm_quant q = {GMM_Q_NONE, dt, 0, 0, 0, false, 0};
+    gmm_quant q = {GMM_Q_NONE, dt, 0, 0, 0, false, 0, 0};
     const bool has_bias = !absent(c->bias);
     const uint64_t nb = has_bias ? list_len(c->bias) : 0;
     int bdt = dt == ACL_BF16 ? ACL_FLOAT : dt;
@@ -433,13 +463,15 @@ static aclnnStatus gmm_phase1(const gmm_call *c, gmm_plan *p) {
             MF_TRY(list_items(op, "biasOptional", c->bias, nb));
             MF_TRY(all_dtype(op, "biasOptional", c->bias, nb, ACL_INT32));
         }
-    } else if ((dt == ACL_FLOAT16 || dt == ACL_BF16) && w0->dtype == ACL_INT8) {
+    } else if ((dt == ACL_FLOAT16 || dt == ACL_BF16) && (w0->dtype == ACL_INT8 || c->wpack == 8)) {
         MF_TRY(antiquant_rows(c, nx, nw, ny, dt, &q));
         if (has_bias) bdt = item(c->bias, 0)->dtype;
     } else {
         if (!is_float(dt) || w0->dtype != dt)
             return mf_fail(INVALID, "%s: no GroupedMatmul row takes x %s with weight %s%s", op, mf_dtype_name(dt),
-                           mf_dtype_name(w0->dtype), unsupported_row(dt, w0->dtype));
+                           c->wpack == 8 ? "INT4 (packed in INT32)" : mf_dtype_name(w0->dtype),
+                           unsupported_row(dt == ACL_INT32 && c->version >= 4 ? ACL_INT4 : dt,
+                                           c->wpack == 8 ? ACL_INT4 : w0->dtype));
         if (dt == ACL_FLOAT && c->version == 1)
             return mf_fail(INVALID, "%s: FLOAT32 is not supported by GroupedMatmul V1 (use V2 or later)", op);
         if (dt == ACL_FLOAT && !a2)
@@ -473,6 +505,8 @@ static aclnnStatus gmm_phase1(const gmm_call *c, gmm_plan *p) {
     while (wref < nw && ambiguous(item(c->weight, wref))) wref++;
     if (wref < nw) tw = transposed(item(c->weight, wref));
     if (tx && tw) return mf_fail(INVALID, "%s: x and weight may not both be transposed", op);
+    if (tw && c->wpack == 8)
+        return mf_fail(INVALID, "%s: a transposed INT4 weight (packed in INT32) is not yet in moefr", op);
     for (uint64_t i = wref + 1; i < nw; i++)
         if (!ambiguous(item(c->weight, i)) && transposed(item(c->weight, i)) != tw)
             return mf_fail(INVALID, "%s: every weight must be transposed alike (weight[%llu] %s, strides (%lld, %lld), "
@@ -520,7 +554,7 @@ static aclnnStatus gmm_phase1(const gmm_call *c, gmm_plan *p) {
             MF_TRY(rank_is(op, "weight", i, wi, 2, 2));
             if (xi->ndim > 2 && has_list)
                 return mf_fail(INVALID, "%s: groupListOptional must be NULL when x has more than 2 dims", op);
-            const int64_t k = xi->dims[xi->ndim - 1], n = wi->dims[1];
+            const int64_t k = xi->dims[xi->ndim - 1], n = wlast(c, wi);
             if (wi->dims[0] != k)
                 return mf_fail(INVALID, "%s: weight[%llu] is %s, its dim 0 must be x[%llu]'s last dim %lld", op,
                                (unsigned long long)i, mf_shape_str(wi, s1, sizeof s1), (unsigned long long)i,
@@ -554,7 +588,7 @@ static aclnnStatus gmm_phase1(const gmm_call *c, gmm_plan *p) {
             if (nx != 1 || ny != 1)
                 return mf_fail(INVALID, "%s: one (E, K, N) weight needs one x and one %s", op, yname);
             E = w0->dims[0];
-            N = w0->dims[2];
+            N = wlast(c, w0);
             MF_TRY(dim_is(op, "weight dim 1 (K, x's dim 1)", w0->dims[1], K));
         } else {
             for (uint64_t i = 0; i < nw; i++) {
@@ -563,14 +597,14 @@ static aclnnStatus gmm_phase1(const gmm_call *c, gmm_plan *p) {
                 /* one x per group: each group has its own K, the groups share N (CANN's table for
                  * groupType 0 with a list of x; op-plugin's test_npu_grouped_matmul_2) */
                 const int64_t ki = nx > 1 && i < nx ? item(c->x, i)->dims[1] : K;
-                if (wi->dims[0] != ki || wi->dims[1] != w0->dims[1])
+                if (wi->dims[0] != ki || wlast(c, wi) != wlast(c, w0))
                     return mf_fail(INVALID, "%s: weight[%llu] must be (%lld, %lld) (%s, weight[0]'s N), got %s", op,
-                                   (unsigned long long)i, (long long)ki, (long long)w0->dims[1],
+                                   (unsigned long long)i, (long long)ki, (long long)wlast(c, w0),
                                    nx > 1 ? "x[i]'s K" : "x's K", mf_shape_str(wi, s1, sizeof s1));
                 kmax = ki > kmax ? ki : kmax;
             }
             E = (int64_t)nw;
-            N = w0->dims[1];
+            N = wlast(c, w0);
             if (nx > 1 && nx != nw)
                 return mf_fail(INVALID, "%s: %llu x tensors for %llu weights", op, (unsigned long long)nx,
                                (unsigned long long)nw);
@@ -643,7 +677,7 @@ static aclnnStatus gmm_phase1(const gmm_call *c, gmm_plan *p) {
         for (uint64_t i = 0; i < nb; i++) {
             const aclTensor *b = item(c->bias, i);
             const bool w3 = w0->ndim == 3;
-            const int64_t n = w3 ? N : item(c->weight, i)->dims[item(c->weight, i)->ndim - 1];
+            const int64_t n = w3 ? N : wlast(c, item(c->weight, i));
             const bool ok = w3 ? b->ndim == 2 && b->dims[0] == E && b->dims[1] == N : b->ndim == 1 && b->dims[0] == n;
             if (!ok)
                 return mf_fail(INVALID, "%s: biasOptional[%llu] must be %s, got %s", op, (unsigned long long)i,
@@ -662,6 +696,7 @@ static aclnnStatus gmm_phase1(const gmm_call *c, gmm_plan *p) {
     p->quant = q.quant, p->out_dtype = q.out_dtype, p->scale_dtype = q.scale_dtype;
     p->ns = q.ns, p->npt = q.npt;
     p->antiquant = q.antiquant, p->nas = q.nas;
+    p->aq_gsize = q.aq_gsize, p->wpack = c->wpack;
     for (uint64_t i = 0; i < nx; i++) p->pack_a |= !mf_gmm_direct(item(c->x, i), false);
     for (uint64_t i = 0; i < nw; i++) p->pack_b |= !mf_gmm_direct(item(c->weight, i), true);
     bool empty = true;
@@ -706,6 +741,8 @@ static aclnnStatus gmm_publish(const gmm_call *c, gmm_plan *hdr) {
 
 static aclnnStatus gmm_gws(gmm_call *c) {
     gmm_plan hdr;
+    const aclTensor *w0 = list_len(c->weight) ? item(c->weight, 0) : NULL;
+    c->wpack = c->version >= 4 && w0 != NULL && mf_tensor_live(w0) && w0->dtype == ACL_INT32 ? 8 : 1;
     MF_TRY(mf_isa_check(c->exec->name));
     MF_TRY(gmm_phase1(c, &hdr));
     return gmm_publish(c, &hdr);
@@ -726,7 +763,7 @@ aclnnStatus aclnnGroupedMatmulV4GetWorkspaceSize(
                   {scaleOptional, offsetOptional, antiquantScaleOptional, antiquantOffsetOptional, perTokenScaleOptional},
                   {activationInputOptional, activationQuantScaleOptional, activationQuantOffsetOptional,
                    activationFeatureOutOptional, dynQuantScaleOutOptional},
-                  groupListOptional, NULL, NULL, splitItem, groupType, groupListType, actType, workspaceSize, executor};
+                  groupListOptional, NULL, NULL, splitItem, groupType, groupListType, actType, workspaceSize, executor, 1};
     return gmm_gws(&c);
 }
 
@@ -745,7 +782,7 @@ aclnnStatus aclnnGroupedMatmulV5GetWorkspaceSize(
                   {activationInputOptional, activationQuantScaleOptional, activationQuantOffsetOptional,
                    activationFeatureOutOptional, dynQuantScaleOutOptional},
                   groupListOptional, NULL, tuningConfigOptional, splitItem, groupType, groupListType, actType,
-                  workspaceSize, executor};
+                  workspaceSize, executor, 1};
     gmm_plan hdr;
     MF_TRY(mf_isa_check(c.exec->name));
     MF_TRY(gmm_phase1(&c, &hdr));
@@ -774,7 +811,7 @@ aclnnStatus aclnnGroupedMatmulV3GetWorkspaceSize(const aclTensorList *x, const a
     gmm_call c = {&EXEC_V3, 3, x, weight, biasOptional, y,
                   {scaleOptional, offsetOptional, antiquantScaleOptional, antiquantOffsetOptional, NULL},
                   {NULL, NULL, NULL, NULL, NULL}, groupListOptional, NULL, NULL, splitItem, groupType, 0, 0,
-                  workspaceSize, executor};
+                  workspaceSize, executor, 1};
     return gmm_gws(&c);
 }
 
@@ -792,7 +829,7 @@ aclnnStatus aclnnGroupedMatmulV2GetWorkspaceSize(const aclTensorList *x, const a
     gmm_call c = {&EXEC_V2, 2, x, weight, biasOptional, y,
                   {scaleOptional, offsetOptional, antiquantScaleOptional, antiquantOffsetOptional, NULL},
                   {NULL, NULL, NULL, NULL, NULL}, NULL, groupListOptional, NULL, splitItem, groupType, 0, 0,
-                  workspaceSize, executor};
+                  workspaceSize, executor, 1};
     return gmm_gws(&c);
 }
 
@@ -813,7 +850,7 @@ aclnnStatus aclnnGroupedMatmulGetWorkspaceSize(const aclTensorList *x, const acl
     gmm_call c = {&EXEC_V1, 1, x, weight, biasOptional, y,
                   {scaleOptional, offsetOptional, antiquantScaleOptional, antiquantOffsetOptional, NULL},
                   {NULL, NULL, NULL, NULL, NULL}, NULL, groupListOptional, NULL, splitItem, gt, 0, 0,
-                  workspaceSize, executor};
+                  workspaceSize, executor, 1};
     return gmm_gws(&c);
 }
 

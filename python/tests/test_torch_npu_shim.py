@@ -393,6 +393,18 @@ class Constants(unittest.TestCase):
         r = run_py(code)
         self.assertEqual(r.returncode, 0, r.stderr[-2000:])
         self.assertEqual(r.stdout.split(), ["cpu"] * 4)
+        # torch.cuda's streams and devices become torch.npu's (Megatron's dispatcher creates torch.cuda.Stream())
+        code = ("import torch, torch_npu\n"
+                "from torch_npu.contrib import transfer_to_npu\n"
+                "s = torch.cuda.Stream()\n"
+                "with torch.cuda.stream(s):\n"
+                "    y = torch.ones(2, device='cuda') * 2\n"
+                "torch.cuda.current_stream().wait_stream(s)\n"
+                "torch.cuda.synchronize()\n"
+                "print(type(s).__module__, torch.cuda.current_device(), torch.cuda.is_available(), y.sum().item())\n")
+        r = run_py(code)
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        self.assertEqual(r.stdout.split(), ["torch_npu.npu", "0", "False", "4.0"])
         with self.assertRaises(Err):
             import torch_npu.contrib as c
             c.something_else

@@ -85,17 +85,30 @@ static void m_split_case(int out_dt, bool per_token, bool bias, bool wt, int lis
     }
     int32_t *bv = malloc(sizeof(int32_t) * (size_t)(E * N));
     for (int64_t i = 0; i < E * N; i++) bv[i] = (int32_t)tu_int(-(1 << 20), 1 << 20);
-    const int sdt = out_dt == ACL_BF16 ? ACL_BF16 : ACL_FLOAT;
-    unsigned char *sv = malloc((size_t)(E * N) * 4);
+    const int sdt = out_dt == ACL_BF16 ? ACL_BF16 : out_dt == ACL_INT8 ? ACL_UINT64 : ACL_FLOAT;
+    unsigned char *sv = malloc((size_t)(E * N) * 8);
     float *sf = malloc(sizeof(float) * (size_t)(E * N)); /* the scales' values */
+    int *so = calloc((size_t)(E * N), sizeof(int)); /* INT8 out: the 9-bit offsets */
     for (int64_t i = 0; i < E * N; i++) {
         const double v = (tu_unit() + 0.25) * pow(2.0, (double)tu_int(-14, -4)) * (tu_chance(50) ? 1 : -1);
-        tu_put(sdt == ACL_BF16 ? FR_BF16 : FR_F32, sv, i, v);
-        sf[i] = sdt == ACL_BF16 ? (float)fr_decode(FR_BF16, sv, i) : f32_at(sv, i);
+        if (sdt == ACL_UINT64) { /* fp32 bits in the low word (all of them: the fixpipe reads the top 19), bit 46,
+                                    and sometimes a 9-bit offset at bit 37 (npu_trans_quant_param's layout) */
+            const float f = (float)(v * 256);
+            uint32_t b;
+            memcpy(&b, &f, 4);
+            so[i] = tu_chance(40) ? (int)tu_int(-256, 255) : 0;
+            const uint64_t word = (uint64_t)b | (1ull << 46) | (((uint64_t)so[i] & 0x1FFu) << 37);
+            memcpy(sv + i * 8, &word, 8);
+            const uint32_t t = b & 0xFFFFE000u;
+            memcpy(&sf[i], &t, 4);
+        } else {
+            tu_put(sdt == ACL_BF16 ? FR_BF16 : FR_F32, sv, i, v);
+            sf[i] = sdt == ACL_BF16 ? (float)fr_decode(FR_BF16, sv, i) : f32_at(sv, i);
+        }
     }
     float *pt = malloc(sizeof(float) * (size_t)(M ? M : 1));
     for (int64_t i = 0; i < M; i++) pt[i] = (float)(tu_unit() * 0.02 + 1e-4);
-    const size_t oes = out_dt == ACL_INT32 ? 4 : 2;
+    const size_t oes = out_dt == ACL_INT32 ? 4 : out_dt == ACL_INT8 ? 1 : 2;
     unsigned char *out = tu_poisoned((size_t)(M * N) * oes);
     int64_t *glv = malloc(sizeof(int64_t) * (size_t)E);
     memcpy(glv, list, sizeof(int64_t) * (size_t)E);
@@ -137,6 +150,17 @@ static void m_split_case(int out_dt, bool per_token, bool bias, bool wt, int lis
                         memcpy(&got, out + (r * N + c) * 4, 4);
                         bad = got != a32;
                         CHECK(!bad, "int32 out[%lld][%lld] = %d, want %d", (long long)r, (long long)c, got, a32);
+                    } else if (out_dt == ACL_INT8) { /* fp32(acc) * scale19, nearest (ties even), + offset, saturate */
+                        const double v = (double)(float)((double)(float)a32 * (double)sf[e * N + c]);
+                        double q = floor(v);
+                        const double frac = v - q;
+                        if (frac > 0.5 || (frac == 0.5 && fmod(q, 2.0) != 0)) q += 1;
+                        q += so[e * N + c];
+                        const int want = q < -128 ? -128 : q > 127 ? 127 : (int)q;
+                        const int got = (int8_t)out[r * N + c];
+                        bad = got != want;
+                        CHECK(!bad, "int8 out[%lld][%lld] = %d, want %d (acc %d, scale %.9g, offset %d)", (long long)r,
+                              (long long)c, got, want, a32, sf[e * N + c], so[e * N + c]);
                     } else {
                         const float v = deq(a32, sf[e * N + c], per_token ? pt : NULL, r);
                         const uint16_t want = (uint16_t)fr_round(out_dt == ACL_BF16 ? FR_BF16 : FR_F16, (double)v);
@@ -157,7 +181,7 @@ static void m_split_case(int out_dt, bool per_token, bool bias, bool wt, int lis
     if (sl) aclDestroyTensorList(sl);
     if (pl) aclDestroyTensorList(pl);
     tu_destroy(gl);
-    free(x.buf), free(w.buf), free(bv), free(sv), free(sf), free(pt), free(out), free(glv);
+    free(x.buf), free(w.buf), free(bv), free(sv), free(sf), free(so), free(pt), free(out), free(glv);
 }
 
 /* groupType -1: lists of x (m_i, k_i), weight (k_i, n_i), scale (n_i), out (m_i, n_i). */
@@ -412,7 +436,7 @@ static void refusal(const bad_call *b) {
 static void refusals(void) {
     enum { I8 = ACL_INT8, BF = ACL_BF16, HF = ACL_FLOAT16, F = ACL_FLOAT, I32 = ACL_INT32, NONE = -1 };
     const bad_call cases[] = {
-        {I8, I8, I8, ACL_UINT64, NONE, NONE, 9, 0, 0, false, false, false, "INT8 out"},
+        {I8, I8, I8, ACL_UINT64, F, NONE, 9, 0, 0, false, false, false, "per-token"},
         {I8, I8, ACL_FLOAT, BF, NONE, NONE, 9, 0, 0, false, false, false, "must be INT8, INT32, FLOAT16 or BF16"},
         {I8, I8, BF, NONE, NONE, NONE, 9, 0, 0, false, false, false, "scaleOptional is required"},
         {I8, I8, BF, F, NONE, NONE, 9, 0, 0, false, false, false, "BF16 scale with BF16"},
@@ -438,11 +462,11 @@ static void refusals(void) {
 
 int main(void) {
     tu_seed("test_grouped_matmul_quant");
-    const int outs[3] = {ACL_INT32, ACL_BF16, ACL_FLOAT16};
-    for (int it = 0; it < 24; it++) {
-        const int out = outs[it % 3];
-        m_split_case(out, out != ACL_INT32 && tu_chance(60), tu_chance(50), tu_chance(40), (int)tu_int(0, 1),
-                     it % 8 == 7);
+    const int outs[4] = {ACL_INT32, ACL_BF16, ACL_FLOAT16, ACL_INT8};
+    for (int it = 0; it < 32; it++) {
+        const int out = outs[it % 4];
+        m_split_case(out, (out == ACL_BF16 || out == ACL_FLOAT16) && tu_chance(60), tu_chance(50), tu_chance(40),
+                     (int)tu_int(0, 1), it % 8 == 7);
     }
     for (int it = 0; it < 6; it++) list_case(outs[it % 3]);
     for (int it = 0; it < 24; it++)

@@ -28,7 +28,9 @@ typedef struct gmm_plan {
     /* The A8W8 rows (int8 x and weight; CANN's quantised GroupedMatmul):
      * GMM_Q_NONE the float rows; GMM_Q_INT32 out = the int32 accumulator
      * (+ int32 bias), exactly; GMM_Q_DEQ out = (acc + bias) * scale[n]
-     * (* perTokenScale[m]) in fp32, rounded once to out's BF16 or FLOAT16. */
+     * (* perTokenScale[m]) in fp32, rounded once to out's BF16 or FLOAT16;
+     * GMM_Q_REQ out INT8 = saturate(round(fp32(acc + bias) * scale19[n]) + offset9[n]), the
+     * UINT64 / INT64 scale's fixpipe fields (docs/CANN_COMPAT.md). */
     int quant;
     int out_dtype, scale_dtype;
     int ns, npt; /* scale tensors (one per weight), per-token scale tensors (0 or 1) */
@@ -64,7 +66,7 @@ static inline const aclTensor *gmm_aqo(const gmm_plan *p, int i) {
     return &p->t[p->nx + p->nw + p->nb + p->ny + p->ns + p->npt + p->nas + i];
 }
 
-enum { GMM_Q_NONE, GMM_Q_INT32, GMM_Q_DEQ };
+enum { GMM_Q_NONE, GMM_Q_INT32, GMM_Q_DEQ, GMM_Q_REQ };
 
 /* Phase 2 (an mf_run_fn): t[0] is the group list tensor or NULL. */
 aclnnStatus mf_gmm_run(const void *plan, const aclTensor *const *t, void *workspace);

@@ -389,6 +389,25 @@ static void int8_tile(const gmm_plan *p, const gmm_group *g, int64_t i0, int64_t
             for (int64_t j = 0; j < cols; j++) memcpy((char *)mat_at(&g->c, i0 + i, j0 + j), &acc[i * cols + j], 4);
         return;
     }
+    if (p->quant == GMM_Q_REQ) { /* the fixpipe's requantization to int8 */
+        for (int64_t j = 0; j < cols; j++) {
+            uint64_t word;
+            memcpy(&word, g->scale + (j0 + j) * g->scale_s * 8, 8);
+            const uint32_t bits = (uint32_t)word & 0xFFFFE000u; /* the scale's fp19: the fp32 bits' top 19 */
+            float s;
+            memcpy(&s, &bits, 4);
+            const int off = (int)((word >> 37) & 0x1FFu);
+            const int offset = off >= 256 ? off - 512 : off; /* 9-bit two's complement */
+            for (int64_t i = 0; i < rows; i++) {
+                const float v = (float)acc[i * cols + j] * s;
+                float r = nearbyintf(v) + (float)offset; /* ties to even, then the integer offset */
+                r = r != r ? 0.0f : r < -128.0f ? -128.0f : r > 127.0f ? 127.0f : r;
+                const int8_t q = (int8_t)r;
+                memcpy((char *)mat_at(&g->c, i0 + i, j0 + j), &q, 1);
+            }
+        }
+        return;
+    }
     const int64_t ses = (int64_t)mf_dtype_size(p->scale_dtype);
     for (int64_t j = 0; j < cols; j++) { /* each int32 becomes its fp32 result in place */
         float s;
@@ -621,7 +640,7 @@ aclnnStatus mf_gmm_run(const void *plan, const aclTensor *const *t, void *worksp
             q->aqs_gs = p->aq_gsize ? st->strides[st->ndim - 2] : 0;
             q->aqo_gs = p->aq_gsize ? ot->strides[ot->ndim - 2] : 0;
         }
-    if (p->quant == GMM_Q_DEQ) { /* the scales: (E, N) beside one weight or (N) per weight; per-token (M) */
+    if (p->quant == GMM_Q_DEQ || p->quant == GMM_Q_REQ) { /* scales: (E, N) beside one weight or (N) per weight */
         const int64_t ses = (int64_t)mf_dtype_size(p->scale_dtype);
         for (int64_t i = 0; i < p->E; i++) {
             gmm_group *q = &g[i];

@@ -389,13 +389,10 @@ static aclnnStatus quant_rows(const gmm_call *c, uint64_t nx, uint64_t nw, uint6
     if (!absent(c->quant[2]) || !absent(c->quant[3]))
         return mf_fail(INVALID, "%s: %s must be NULL for INT8 x and weight (antiquant goes with 16-bit x)", op,
                        !absent(c->quant[2]) ? QUANT_NAMES[2] : QUANT_NAMES[3]);
-    if (ydt == ACL_INT8)
-        return mf_fail(INVALID, "%s: INT8 %s (a UINT64 scale requantizing the accumulator) is not yet in moefr; "
-                                "INT32, BF16 and FLOAT16 %s are", op, yname, yname);
     if (c->act_type != 0)
         return mf_fail(INVALID, "%s: actType %lld on the quantized rows is not yet in moefr (actType 0 is)", op,
                        (long long)c->act_type);
-    q->quant = GMM_Q_DEQ;
+    q->quant = ydt == ACL_INT8 ? GMM_Q_REQ : GMM_Q_DEQ;
     q->scale_dtype = item(sl, 0)->dtype;
     q->ns = (int)ns;
     q->npt = per_token ? 1 : 0;

@@ -182,6 +182,8 @@ typedef enum {
     MF_OP_DYNAMIC_QUANT_V2 = 38,
     MF_OP_DYNAMIC_QUANT_V3 = 39,
     MF_OP_DYNAMIC_QUANT_V4 = 40,
+    MF_OP_TRANS_QUANT_PARAM_V2 = 41, /* aclnnTransQuantParamV2, ops-nn */
+    MF_OP_TRANS_QUANT_PARAM_V3 = 42,
     MF_OP_KIND_END /* one past the last kind: keep it last (tests/test_registry.c walks 1..END-1) */
 } mf_op_kind;
 /* The most tensors (inputs + outputs) an operator's signature has. */

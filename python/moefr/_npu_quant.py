@@ -55,3 +55,23 @@ def npu_dynamic_quant_asymmetric(input, *, smooth_scales=None, group_index=None,
     """torch_npu.npu_dynamic_quant_asymmetric -> (y, scale, offset): scale = (max - min) / 255,
     offset = 127 - max / scale, y = round half to even(v / scale + offset) (int4: 15 and 7)."""
     return _quant(input, smooth_scales, group_index, dst_type, quant_mode, dst_type_max, False)
+
+
+def _trans_shape(scale, offset):
+    """op-plugin's output shape: scale's, or for a 1-D scale the longer of scale and offset."""
+    if scale.dim() == 1 and offset is not None:
+        return (max(scale.shape[0], offset.shape[0]),)
+    return tuple(scale.shape)
+
+
+def npu_trans_quant_param(scale, offset=None, round_mode=0):
+    """torch_npu.npu_trans_quant_param -> int64 words for npu_grouped_matmul's int8 output (aclnnTransQuantParamV3):
+    the scale's fp32 bits (round_mode 0: the top 19; 1: rounded there, ties to even), bit 46 set, the offset
+    rounded to an integer (ties to even) and clamped to [-256, 255] in bits 37-45. scale float32 (n) or (1, n);
+    offset float32 (n) or (1, n)."""
+    _cpu_tensor(scale, "scale")
+    _cpu(offset, "offset")
+    rm = 0 if round_mode is None else int(round_mode)
+    _check(rm in (0, 1), "round_mode must be 0 or 1. but now is %s" % (rm,))
+    return _routing.trans_quant_param(scale.detach(), None if offset is None else offset.detach(), rm,
+                                      _trans_shape(scale, offset))

@@ -51,6 +51,7 @@ _SIGNATURES = {
     "aclnnDynamicQuantV2": [_vp, _vp, _vp, _i64, _vp, _vp, _vp],
     "aclnnDynamicQuantV3": [_vp, _vp, _vp, _i64, _bool, ctypes.c_char_p, _vp, _vp, _vp],
     "aclnnDynamicQuantV4": [_vp, _vp, _vp, _i64, _bool, ctypes.c_char_p, _f32, _vp, _vp, _vp],
+    "aclnnTransQuantParamV3": [_vp, _vp, _i64, _vp],
 }
 
 POISON_OUTPUTS = False  # tests: fill fresh floating outputs with NaN before the library writes
@@ -529,3 +530,10 @@ def dynamic_quant(x, smooth_scales, group_index, int4, symmetric, quant_mode, ds
         run("aclnnDynamicQuantV4", x, smooth_scales, group_index, dst, bool(symmetric),
             str(quant_mode).encode(), float(dst_type_max), y, scale, offset)
     return y, scale, offset
+
+
+def trans_quant_param(scale, offset, round_mode, shape):
+    """aclnnTransQuantParamV3 -> int64 words of the given shape (the fixpipe's scale and offset fields)."""
+    out = empty(shape, torch.int64)
+    run("aclnnTransQuantParamV3", scale, offset, int(round_mode), out)
+    return out

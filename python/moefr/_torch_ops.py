@@ -435,6 +435,16 @@ def _fake_dynamic_quant_asymmetric(input, *, smooth_scales=None, group_index=Non
     return _fake_dynamic_quant_outs(input, dst_type, quant_mode, 2)
 
 
+def _fake_trans_quant_param(scale, offset=None, round_mode=0):
+    # op-plugin's meta: (n) or (1, n) scales; the longer of a 1-D scale and offset
+    torch._check(scale.dim() == 1 or (scale.dim() == 2 and scale.shape[0] == 1),
+                 lambda: "the scale shape support only (1, ) and (1, n)")
+    torch._check(round_mode in (0, 1, None), lambda: "round_mode should be 0 or 1, but round_mode is %s" % round_mode)
+    return _empty(_npu_quant._trans_shape(scale, offset), torch.int64, scale)
+
+
+npu("npu_trans_quant_param(Tensor scale, Tensor? offset=None, int? round_mode=0) -> Tensor",
+    _npu_quant.npu_trans_quant_param, _fake_trans_quant_param)
 npu("npu_dynamic_quant(Tensor input, *, Tensor? smooth_scales=None, Tensor? group_index=None, int? dst_type=None, "
     "str quant_mode=\"pertoken\", float dst_type_max=0.0) -> (Tensor, Tensor)",
     _npu_quant.npu_dynamic_quant, _fake_dynamic_quant)

@@ -104,12 +104,41 @@ class A8W8(unittest.TestCase):
         with self.assertRaisesRegex(RuntimeError, "antiquantOffsetOptional is required"):
             torch_npu.npu_grouped_matmul([torch.randn(6, 8).half()], [w], antiquant_scale=[torch.ones(2, 4).half()],
                                          group_list=gl, split_item=2, group_type=0, group_list_type=1)
-        with self.assertRaisesRegex(RuntimeError, "INT8 out"):
+        with self.assertRaisesRegex(RuntimeError, "per-token"):  # INT8 out is per-channel only
             torch_npu.npu_grouped_matmul([x], [w], scale=[torch.ones(2, 4, dtype=torch.int64)], group_list=gl,
-                                         split_item=2, group_type=0, group_list_type=1, output_dtype=torch.int8)
+                                         per_token_scale=[torch.ones(6)], split_item=2, group_type=0,
+                                         group_list_type=1, output_dtype=torch.int8)
         with self.assertRaisesRegex(RuntimeError, "scaleOptional is required"):
             torch_npu.npu_grouped_matmul([x], [w], group_list=gl, split_item=2, group_type=0, group_list_type=1,
                                          output_dtype=torch.bfloat16)
+
+    def test_int8_out(self):
+        """INT8 out as op-plugin's test builds it: npu_trans_quant_param's words (and raw fp32 bits, as
+        vllm-ascend writes them), bias, requantization: round(acc * scale19) + offset, saturated."""
+        import struct
+        M, K, N, E = 30, 24, 13, 2
+        x, w = i8(M, K), i8(E, K, N)
+        sizes = [12, 18]
+        sc = (torch.rand(E, N) / 64 + 1e-3)
+        off = torch.randint(-20, 20, (E, N)).float()
+        words = torch.stack([torch_npu.npu_trans_quant_param(sc[e], off[e]) for e in range(E)])
+        (y,) = torch_npu.npu_grouped_matmul([x], [w], scale=[words], group_list=torch.tensor(sizes), split_item=2,
+                                            group_type=0, group_list_type=1, output_dtype=torch.int8)
+        self.assertEqual(y.dtype, torch.int8)
+        acc = reference(x, w, sizes)
+        gid = torch.repeat_interleave(torch.arange(E), torch.tensor(sizes))
+        sc19 = torch.tensor([struct.unpack("<f", struct.pack("<I", struct.unpack("<I", struct.pack("<f", v))[0]
+                                                             & 0xFFFFE000))[0] for v in sc.flatten().tolist()]
+                            ).view(E, N)
+        v = torch.from_numpy(f32_mul(acc.numpy().astype(np.float32), sc19[gid].numpy()))
+        want = (torch.round(v) + off[gid]).clamp(-128, 127).to(torch.int8)  # torch.round: ties to even
+        self.assertTrue(torch.equal(y, want))
+        # the words' fields, as op-plugin's own test checks them
+        b = struct.unpack("<I", struct.pack("<f", float(sc[0, 0])))[0]
+        self.assertEqual(int(words[0, 0]) & 0xFFFFFFFF, b & 0xFFFFE000)
+        self.assertEqual((int(words[0, 0]) >> 46) & 1, 1)
+        self.assertEqual(((int(words[0, 0]) >> 37) & 0x1FF) - (512 if (int(words[0, 0]) >> 45) & 1 else 0),
+                         int(off[0, 0]))
 
     def test_a16w8(self):
         """Weight-only int8 (vllm-ascend's W8A16): each weight dequantized as (w + offset) * scale in x's dtype,

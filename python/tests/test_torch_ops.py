@@ -90,6 +90,7 @@ OP_PLUGIN = [
     "bool transpose_weight=False, int group_type=2, int? group_list_type=0) -> Tensor",
     "npu_grouped_matmul_add_(Tensor(a!) self, Tensor x, Tensor weight, Tensor group_list, *, "
     "bool transpose_x=True, bool transpose_weight=False, int group_type=2, int? group_list_type=0) -> Tensor(a!)",
+    "npu_trans_quant_param(Tensor scale, Tensor? offset=None, int? round_mode=0) -> Tensor",
     "npu_dynamic_quant(Tensor input, *, Tensor? smooth_scales=None, Tensor? group_index=None, int? dst_type=None, "
     "str quant_mode=\"pertoken\", float dst_type_max=0.0) -> (Tensor, Tensor)",
     "npu_dynamic_quant_asymmetric(Tensor input, *, Tensor? smooth_scales=None, Tensor? group_index=None, "
@@ -289,6 +290,8 @@ class OpCheck(unittest.TestCase):
                    dict(group_list=torch.cumsum(gl, 0), split_item=2, group_type=0, group_list_type=0))
         self.check(torch.ops.npu.npu_grouped_matmul.default, ([r(3, K), r(4, K)], [r(K, N), r(K, 2)]),
                    dict(split_item=0, group_type=-1))
+        self.check(torch.ops.npu.npu_trans_quant_param.default, (torch.rand(7) + 0.5, torch.randn(7) * 50), dict(round_mode=1))
+        self.check(torch.ops.npu.npu_trans_quant_param.default, (torch.rand(1, 5),))
         # the A8W8 rows: int8 operands, bf16 scales, a per-token scale, output_dtype as a torch.dtype
         q8 = lambda *shape: torch.randint(-128, 128, shape, dtype=torch.int8)  # noqa: E731
         self.check(torch.ops.npu.npu_grouped_matmul.default, ([q8(M, K)], [q8(E, K, N)]),

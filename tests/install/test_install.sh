@@ -32,6 +32,8 @@ for f in include/acl/acl.h include/aclnn/acl_meta.h include/aclnn/aclnn_base.h \
          include/aclnnop/aclnn_swi_glu.h include/aclnnop/aclnn_swi_glu_grad.h \
          include/aclnnop/aclnn_dynamic_quant.h include/aclnnop/aclnn_dynamic_quant_v2.h \
          include/aclnnop/aclnn_dynamic_quant_v3.h include/aclnnop/aclnn_dynamic_quant_v4.h \
+         include/aclnnop/aclnn_trans_quant_param.h include/aclnnop/aclnn_trans_quant_param_v2.h \
+         include/aclnnop/aclnn_trans_quant_param_v3.h \
          include/aclnnop/aclnn_grouped_matmul.h include/aclnnop/aclnn_grouped_matmul_v2.h \
          include/aclnnop/aclnn_grouped_matmul_v3.h include/aclnnop/aclnn_grouped_matmul_v4.h \
          include/aclnnop/aclnn_grouped_matmul_v5.h include/aclnnop/aclnn_moe_re_routing.h \

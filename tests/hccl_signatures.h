@@ -52,6 +52,10 @@ static inline int hccl_sigs_ok(void) {
     HcclResult (*rs)(void *, void *, uint64_t, HcclDataType, HcclReduceOp, HcclComm, aclrtStream) =
         HcclReduceScatter;
     HcclResult (*ag)(void *, void *, uint64_t, HcclDataType, HcclComm, aclrtStream) = HcclAllGather;
+    HcclResult (*agv)(void *, uint64_t, void *, const void *, const void *, HcclDataType, HcclComm, aclrtStream) =
+        HcclAllGatherV;
+    HcclResult (*rsv)(void *, const void *, const void *, void *, uint64_t, HcclDataType, HcclReduceOp, HcclComm,
+                      aclrtStream) = HcclReduceScatterV;
     HcclResult (*send)(void *, uint64_t, HcclDataType, uint32_t, HcclComm, aclrtStream) = HcclSend;
     HcclResult (*recv)(void *, uint64_t, HcclDataType, uint32_t, HcclComm, aclrtStream) = HcclRecv;
     HcclResult (*a2av)(const void *, const void *, const void *, HcclDataType, const void *, const void *,
@@ -81,7 +85,7 @@ static inline int hccl_sigs_ok(void) {
                          (const void *)&init_cluster, (const void *)&set_cfg, (const void *)&get_cfg,
                          (const void *)&name,       (const void *)&by_name,   (const void *)&size,
                          (const void *)&id,         (const void *)&barrier,   (const void *)&destroy,
-                         (const void *)&async_err};
+                         (const void *)&async_err, (const void *)&agv, (const void *)&rsv};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (*(void *const *)all[i] == NULL) return 0;
     HcclCommConfig cfg;

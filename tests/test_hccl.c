@@ -166,6 +166,9 @@ static void *rank_main(void *p) {
     double t0 = now_s();
     a->j->rc[a->r] = a->j->fn(a->j, a->r, a->j->w->comm[a->r], st);
     a->j->secs[a->r] = now_s() - t0;
+    if (getenv("TEST_HCCL_VERBOSE") && a->j->rc[a->r] != 0)
+        fprintf(stderr, "test_hccl: rank %u returned %d: %s\n", a->r, a->j->rc[a->r],
+                aclGetRecentErrMsg() ? aclGetRecentErrMsg() : "(no message)");
     aclrtDestroyStream(st);
     return NULL;
 }
@@ -304,7 +307,8 @@ static bool prod_ok(int dt) { return dt != HCCL_DATA_TYPE_INT16 && dt != HCCL_DA
 
 /* ---- one collective per call: the rank's arguments in ctx ---- */
 typedef struct coll {
-    int kind; /* 0 allreduce, 1 reduce-scatter, 2 allgather, 3 broadcast, 4 alltoall, 5 alltoallv, 6 barrier */
+    int kind; /* 0 allreduce, 1 reduce-scatter, 2 allgather, 3 broadcast, 4 alltoall, 5 alltoallv, 6 barrier,
+                 7 allgatherv, 8 reduce-scatterv */
     int dt, op;
     uint64_t count[8]; /* per rank (equal unless a test makes them disagree) */
     uint32_t root;
@@ -322,6 +326,9 @@ static int coll_rank(job *j, uint32_t r, HcclComm comm, aclrtStream st) {
     case 4: return HcclAlltoAll(c->send[r], c->count[r], c->dt, c->recv[r], c->count[r], c->dt, comm, st);
     case 5:
         return HcclAlltoAllV(c->send[r], c->sc[r], c->sd[r], c->dt, c->recv[r], c->rc[r], c->rd[r], c->dt, comm, st);
+    case 7: return HcclAllGatherV(c->send[r], c->count[r], c->recv[r], c->rc[r], c->rd[r], c->dt, comm, st);
+    case 8:
+        return HcclReduceScatterV(c->send[r], c->sc[r], c->sd[r], c->recv[r], c->count[r], c->dt, c->op, comm, st);
     default: return HcclBarrier(comm, st);
     }
 }
@@ -533,6 +540,81 @@ static void test_alltoallv(world *w, int dt, int shape) {
         if (rbytes[r]) cmp_bytes(c.recv[r], want, rbytes[r], "HcclAlltoAllV", r, HCCL_DATA_TYPE_INT8);
         if (c.recv[r]) check_guard(c.recv[r], rbytes[r], "HcclAlltoAllV");
         free(want);
+    }
+    for (uint32_t r = 0; r < n; r++) free(c.send[r]), free(c.recv[r]);
+}
+
+/* AllGatherV: uneven (some zero) send counts, receive blocks in a shuffled order with gaps that keep their poison. */
+static void test_allgatherv(world *w, int dt) {
+    const uint32_t n = w->n;
+    coll c = {.kind = 7, .dt = dt};
+    const size_t e = esize(dt);
+    for (uint32_t j = 0; j < n; j++) c.count[j] = rnd() % 4 == 0 ? 0 : (uint64_t)rnd_int(1, 400);
+    size_t rbytes[8];
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t ro = (uint64_t)rnd_int(0, 3);
+        for (uint32_t k = 0; k < n; k++) {
+            uint32_t j = (k * 5 + i) % n; /* 5: coprime to every rank count here */
+            c.rc[i][j] = c.count[j];
+            c.rd[i][j] = ro;
+            ro += c.count[j] + (uint64_t)rnd_int(0, 4);
+        }
+        rbytes[i] = ro * e;
+        c.recv[i] = gbuf(rbytes[i]);
+        c.send[i] = c.count[i] ? gbuf(c.count[i] * e) : NULL;
+        if (c.send[i]) fill(dt, c.send[i], c.count[i], false);
+    }
+    run_coll(w, &c, HCCL_SUCCESS);
+    for (uint32_t i = 0; i < n; i++) {
+        unsigned char *want = malloc(rbytes[i] + 1);
+        memset(want, POISON, rbytes[i]);
+        for (uint32_t j = 0; j < n; j++)
+            if (c.count[j]) memcpy(want + c.rd[i][j] * e, c.send[j], c.count[j] * e);
+        cmp_bytes(c.recv[i], want, rbytes[i], "HcclAllGatherV", i, HCCL_DATA_TYPE_INT8);
+        check_guard(c.recv[i], rbytes[i], "HcclAllGatherV");
+        free(want);
+    }
+    for (uint32_t i = 0; i < n; i++) free(c.send[i]), free(c.recv[i]);
+}
+
+/* ReduceScatterV: uneven recv counts (one rank 0), each rank's blocks at its own displacements. */
+static void test_reduce_scatterv(world *w, int dt, int op) {
+    const uint32_t n = w->n;
+    coll c = {.kind = 8, .dt = dt, .op = op};
+    const size_t e = esize(dt);
+    for (uint32_t r = 0; r < n; r++) c.count[r] = r == 1 ? 0 : (uint64_t)rnd_int(1, 700);
+    size_t sbytes[8] = {0};
+    for (uint32_t q = 0; q < n; q++) {
+        uint64_t so = (uint64_t)rnd_int(0, 3);
+        for (uint32_t k = 0; k < n; k++) {
+            uint32_t r = (k * 5 + q) % n;
+            c.sc[q][r] = c.count[r];
+            c.sd[q][r] = so;
+            so += c.count[r] + (uint64_t)rnd_int(0, 4);
+        }
+        sbytes[q] = so * e;
+        c.send[q] = gbuf(sbytes[q]);
+        fill(dt, c.send[q], so, rnd() % 2);
+        c.recv[q] = c.count[q] ? gbuf(c.count[q] * e) : NULL;
+    }
+    run_coll(w, &c, HCCL_SUCCESS);
+    for (uint32_t r = 0; r < n; r++) {
+        if (!c.count[r]) continue;
+        void *in[8], *want = malloc(c.count[r] * e);
+        for (uint32_t q = 0; q < n; q++) in[q] = (char *)c.send[q] + c.sd[q][r] * e;
+        for (size_t i = 0; i < c.count[r]; i++) ref_reduce(dt, op, in, 0, n, want, i);
+        cmp_bytes(c.recv[r], want, c.count[r] * e, "HcclReduceScatterV", r, dt);
+        check_guard(c.recv[r], c.count[r] * e, "HcclReduceScatterV");
+        free(want);
+    }
+    /* sendCounts that disagree with a rank's recvCount: refused everywhere, outputs untouched */
+    c.sc[0][n - 1] += 1;
+    for (uint32_t r = 0; r < n; r++)
+        if (c.recv[r]) memset(c.recv[r], POISON, c.count[r] * e);
+    if (c.sd[0][n - 1] + c.sc[0][n - 1] <= sbytes[0] / e) {
+        run_coll(w, &c, HCCL_E_PARA);
+        for (uint32_t r = 0; r < n; r++)
+            if (c.recv[r]) CHECK(all_poison(c.recv[r], c.count[r] * e + GUARD));
     }
     for (uint32_t r = 0; r < n; r++) free(c.send[r]), free(c.recv[r]);
 }
@@ -894,11 +976,13 @@ int main(void) {
                 test_allreduce(&w, REDUCE_TYPES[t], op, true, false);
                 test_allreduce(&w, REDUCE_TYPES[t], op, false, (t + op) % 3 == 0);
                 test_reduce_scatter(&w, REDUCE_TYPES[t], op, (t + op) % 2 == 0);
+                test_reduce_scatterv(&w, REDUCE_TYPES[t], op);
             }
         for (size_t t = 0; t < sizeof MOVE_TYPES / sizeof MOVE_TYPES[0]; t++) {
             test_allgather(&w, MOVE_TYPES[t], t % 2 == 0);
             test_broadcast(&w, MOVE_TYPES[t], (uint32_t)(t % sizes[s]));
             test_alltoall(&w, MOVE_TYPES[t]);
+            test_allgatherv(&w, MOVE_TYPES[t]);
             for (int shape = 0; shape < 3; shape++) test_alltoallv(&w, MOVE_TYPES[t], shape);
         }
         test_overlap(&w);

@@ -33,6 +33,15 @@ HCCL_API HcclResult HcclReduceScatter(void *sendBuf, void *recvBuf, uint64_t rec
 /* recvBuf[r * sendCount .. +sendCount) = rank r's sendBuf. */
 HCCL_API HcclResult HcclAllGather(void *sendBuf, void *recvBuf, uint64_t sendCount, HcclDataType dataType,
                                   HcclComm comm, aclrtStream stream);
+/* recvBuf[recvDispls[r] .. + recvCounts[r]) = rank r's sendBuf; recvCounts[r] must equal rank r's
+ * sendCount. Counts and displacements: uint64_t arrays of rank-size entries, in elements. */
+HCCL_API HcclResult HcclAllGatherV(void *sendBuf, uint64_t sendCount, void *recvBuf, const void *recvCounts,
+                                   const void *recvDispls, HcclDataType dataType, HcclComm comm, aclrtStream stream);
+/* recvBuf = op over ranks q of rank q's sendBuf[sendDispls[rank] .. + sendCounts[rank]); sendCounts[r]
+ * must equal rank r's recvCount. */
+HCCL_API HcclResult HcclReduceScatterV(void *sendBuf, const void *sendCounts, const void *sendDispls, void *recvBuf,
+                                       uint64_t recvCount, HcclDataType dataType, HcclReduceOp op, HcclComm comm,
+                                       aclrtStream stream);
 /* Point to point: a send on rank a to b pairs with a receive on b from a, in call order. */
 HCCL_API HcclResult HcclSend(void *sendBuf, uint64_t count, HcclDataType dataType, uint32_t destRank, HcclComm comm,
                              aclrtStream stream);

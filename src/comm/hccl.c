@@ -47,17 +47,36 @@
 #define MAX_RANKS 1024u               /* ranks of one HcclCommInitAll communicator */
 #define DEFAULT_EXEC_TIMEOUT 1836.0   /* seconds: HCCL_EXEC_TIMEOUT's documented default */
 
-enum { K_BARRIER = 1, K_ALLREDUCE, K_BROADCAST, K_REDUCE_SCATTER, K_ALLGATHER, K_ALLTOALLV, K_ALLTOALL };
-static const char *const kind_names[] = {"",          "HcclBarrier",   "HcclAllReduce", "HcclBroadcast",
-                                         "HcclReduceScatter", "HcclAllGather", "HcclAlltoAllV", "HcclAlltoAll"};
+enum {
+    K_BARRIER = 1,
+    K_ALLREDUCE,
+    K_BROADCAST,
+    K_REDUCE_SCATTER,
+    K_ALLGATHER,
+    K_ALLTOALLV,
+    K_ALLTOALL,
+    K_ALLGATHERV,
+    K_REDUCE_SCATTERV
+};
+static const char *const kind_names[] = {"",
+                                         "HcclBarrier",
+                                         "HcclAllReduce",
+                                         "HcclBroadcast",
+                                         "HcclReduceScatter",
+                                         "HcclAllGather",
+                                         "HcclAlltoAllV",
+                                         "HcclAlltoAll",
+                                         "HcclAllGatherV",
+                                         "HcclReduceScatterV"};
 
 typedef struct slot {
     int kind, dtype, op;
-    uint64_t count; /* allreduce/broadcast count, reduce-scatter recvCount, allgather sendCount */
+    uint64_t count; /* allreduce/broadcast count, reduce-scatter(v) recvCount, allgather(v) sendCount */
     uint32_t root;
     const char *send;
     char *recv;
-    const uint64_t *sc, *sd, *rc, *rd; /* alltoallv: the caller's arrays (live during the call) */
+    const uint64_t *sc, *sd, *rc, *rd; /* alltoallv, allgatherv (rc, rd), reduce-scatterv (sc, sd): the
+                                          caller's arrays (live during the call) */
     char *stage;                       /* set by the judge when outputs are staged */
     uint64_t wlo, whi, rlo, rhi;       /* byte ranges written and read (addresses), for the judge */
 } slot;
@@ -549,7 +568,7 @@ static void judge(group *g) {
             VERDICT(HCCL_E_PARA, "%s: rank %u's data type %s differs from rank 0's %s", k, r, dt_name(s->dtype),
                     dt_name(s0->dtype));
         if (s->op != s0->op) VERDICT(HCCL_E_PARA, "%s: rank %u's op %d differs from rank 0's %d", k, r, s->op, s0->op);
-        if (s->count != s0->count)
+        if (s->count != s0->count && s0->kind != K_ALLGATHERV && s0->kind != K_REDUCE_SCATTERV)
             VERDICT(HCCL_E_PARA, "%s: rank %u's count %llu differs from rank 0's %llu", k, r,
                     (unsigned long long)s->count, (unsigned long long)s0->count);
         if (s->root != s0->root)
@@ -562,6 +581,19 @@ static void judge(group *g) {
                 if (g->slots[i].sc[j] != g->slots[j].rc[i])
                     VERDICT(HCCL_E_PARA, "HcclAlltoAllV: rank %u sends %llu elements to rank %u, which expects %llu",
                             i, (unsigned long long)g->slots[i].sc[j], j, (unsigned long long)g->slots[j].rc[i]);
+    if (s0->kind == K_ALLGATHERV)
+        for (uint32_t i = 0; i < n; i++)
+            for (uint32_t j = 0; j < n; j++)
+                if (g->slots[i].rc[j] != g->slots[j].count)
+                    VERDICT(HCCL_E_PARA, "HcclAllGatherV: rank %u expects %llu elements from rank %u, which sends %llu",
+                            i, (unsigned long long)g->slots[i].rc[j], j, (unsigned long long)g->slots[j].count);
+    if (s0->kind == K_REDUCE_SCATTERV)
+        for (uint32_t i = 0; i < n; i++)
+            for (uint32_t j = 0; j < n; j++)
+                if (g->slots[i].sc[j] != g->slots[j].count)
+                    VERDICT(HCCL_E_PARA,
+                            "HcclReduceScatterV: rank %u's sendCounts[%u] is %llu, rank %u's recvCount is %llu", i, j,
+                            (unsigned long long)g->slots[i].sc[j], j, (unsigned long long)g->slots[j].count);
     const size_t e = dt_size(s0->dtype);
     for (uint32_t a = 0; a < n; a++) {
         const slot *sa = &g->slots[a];
@@ -644,15 +676,24 @@ static void move_pull(group *g, uint32_t r, char *out) {
         for (uint32_t q = 0; q < n; q++)
             if (out + q * c * e != g->slots[q].send) memcpy(out + q * c * e, g->slots[q].send, c * e);
         break;
-    case K_REDUCE_SCATTER: {
+    case K_REDUCE_SCATTER:
+    case K_REDUCE_SCATTERV: { /* rank q's block for r starts at r * c, or at sendDispls[r] of rank q */
         const void **src = g->ptrs + (size_t)r * n;
         for (uint64_t off = 0; off < c; off += MF_COMM_REDUCE_BLOCK) {
             size_t len = (size_t)(c - off < MF_COMM_REDUCE_BLOCK ? c - off : MF_COMM_REDUCE_BLOCK);
-            for (uint32_t q = 0; q < n; q++) src[q] = g->slots[q].send + (r * c + off) * e;
+            for (uint32_t q = 0; q < n; q++) {
+                const slot *sq = &g->slots[q];
+                src[q] = sq->send + ((me->kind == K_REDUCE_SCATTER ? r * c : sq->sd[r]) + off) * e;
+            }
             mf_comm_reduce(me->dtype, me->op, src, n, len, out + off * e);
         }
         break;
     }
+    case K_ALLGATHERV:
+        for (uint32_t q = 0; q < n; q++)
+            if (me->rc[q] && out + me->rd[q] * e != g->slots[q].send)
+                memcpy(out + me->rd[q] * e, g->slots[q].send, me->rc[q] * e);
+        break;
     default: /* K_ALLTOALLV */
         for (uint32_t q = 0; q < n; q++) {
             const slot *sq = &g->slots[q];
@@ -923,6 +964,66 @@ HcclResult HcclBarrier(HcclComm comm, aclrtStream stream) {
     rank *r = NULL;
     TRY(get_rank(fn, comm, &r));
     slot s = {.kind = K_BARRIER};
+    return collective(r, &s);
+}
+
+/* recvBuf[recvDispls[r] ..] = rank r's sendBuf (recvCounts[r] == rank r's sendCount). As HCCL's: recvCounts
+ * all 0 returns at once; sendBuf may be NULL when sendCount is 0, recvBuf when recvCounts are all 0. */
+HcclResult HcclAllGatherV(void *sendBuf, uint64_t sendCount, void *recvBuf, const void *recvCounts,
+                          const void *recvDispls, HcclDataType dataType, HcclComm comm, aclrtStream stream) {
+    const char *fn = "HcclAllGatherV";
+    rank *r = NULL;
+    TRY(get_rank(fn, comm, &r));
+    if (recvCounts == NULL || recvDispls == NULL)
+        return (HcclResult)mf_fail(HCCL_E_PTR, "%s: %s is NULL", fn, recvCounts == NULL ? "recvCounts" : "recvDispls");
+    TRY(check_stream(fn, stream));
+    if (sendCount > 0 && sendBuf == NULL) return (HcclResult)mf_fail(HCCL_E_PTR, "%s: sendBuf is NULL", fn);
+    const uint64_t *rc = recvCounts, *rd = recvDispls;
+    const uint32_t n = r->g->n;
+    bool all_zero = true;
+    for (uint32_t j = 0; j < n; j++) all_zero = all_zero && rc[j] == 0;
+    if (all_zero) return HCCL_SUCCESS;
+    if (recvBuf == NULL) return (HcclResult)mf_fail(HCCL_E_PTR, "%s: recvBuf is NULL", fn);
+    TRY(check_count(fn, "sendCount", sendCount));
+    TRY(check_dtype(fn, dataType, false));
+    const size_t e = dt_size(dataType);
+    uint64_t wlo, whi;
+    TRY(hull(fn, "recvCounts", "recvDispls", rc, rd, n, e, &wlo, &whi));
+    slot s = {.kind = K_ALLGATHERV, .dtype = dataType, .count = sendCount, .send = sendBuf, .recv = recvBuf,
+              .rc = rc, .rd = rd};
+    set_range(&s.rlo, &s.rhi, sendBuf, 0, sendCount * e);
+    set_range(&s.wlo, &s.whi, recvBuf, wlo, whi);
+    return collective(r, &s);
+}
+
+/* recvBuf = op over ranks q of rank q's sendBuf[sendDispls[r] ..] (sendCounts[r] == rank r's recvCount). As
+ * HCCL's: sendCounts all 0 returns at once; recvBuf may be NULL when recvCount is 0. */
+HcclResult HcclReduceScatterV(void *sendBuf, const void *sendCounts, const void *sendDispls, void *recvBuf,
+                              uint64_t recvCount, HcclDataType dataType, HcclReduceOp op, HcclComm comm,
+                              aclrtStream stream) {
+    const char *fn = "HcclReduceScatterV";
+    TRY(check_stream(fn, stream));
+    rank *r = NULL;
+    TRY(get_rank(fn, comm, &r));
+    if (sendCounts == NULL || sendDispls == NULL)
+        return (HcclResult)mf_fail(HCCL_E_PTR, "%s: %s is NULL", fn, sendCounts == NULL ? "sendCounts" : "sendDispls");
+    if (recvCount > 0 && recvBuf == NULL) return (HcclResult)mf_fail(HCCL_E_PTR, "%s: recvBuf is NULL", fn);
+    const uint64_t *sc = sendCounts, *sd = sendDispls;
+    const uint32_t n = r->g->n;
+    bool all_zero = true;
+    for (uint32_t j = 0; j < n; j++) all_zero = all_zero && sc[j] == 0;
+    if (all_zero) return HCCL_SUCCESS;
+    if (sendBuf == NULL) return (HcclResult)mf_fail(HCCL_E_PTR, "%s: sendBuf is NULL", fn);
+    TRY(check_count(fn, "recvCount", recvCount));
+    TRY(check_dtype(fn, dataType, true));
+    TRY(check_op(fn, dataType, op));
+    const size_t e = dt_size(dataType);
+    uint64_t rlo, rhi;
+    TRY(hull(fn, "sendCounts", "sendDispls", sc, sd, n, e, &rlo, &rhi));
+    slot s = {.kind = K_REDUCE_SCATTERV, .dtype = dataType, .op = op, .count = recvCount, .send = sendBuf,
+              .recv = recvBuf, .sc = sc, .sd = sd};
+    set_range(&s.rlo, &s.rhi, sendBuf, rlo, rhi);
+    set_range(&s.wlo, &s.whi, recvBuf, 0, recvCount * e);
     return collective(r, &s);
 }
 

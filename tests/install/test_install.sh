@@ -89,7 +89,7 @@ for sym in aclInit aclrtMalloc aclCreateTensor aclnnMoeFinalizeRoutingV2GradGetW
            aclnnMoeGatingTopKGetWorkspaceSize aclnnMoeGatingTopK aclnnMoeFusedTopkGetWorkspaceSize aclnnMoeFusedTopk \
            HcclCommInitAll HcclCommDestroy HcclGetCommName HcclCommGetHandleWithName HcclGetRankSize HcclGetRankId \
            HcclBarrier HcclGetErrorString HcclAllReduce HcclAllGather HcclReduceScatter HcclBroadcast HcclAlltoAll \
-           HcclAlltoAllV HcclSend HcclRecv; do
+           HcclAlltoAllV HcclSend HcclRecv HcclAllGatherV HcclReduceScatterV; do
   # grep reads to the end: with -q it may exit before nm has written all, and
   # pipefail would report nm's SIGPIPE as a missing symbol
   nm -D --defined-only "$real" | grep " T $sym\$" >/dev/null || fail "$sym not exported"

@@ -920,8 +920,13 @@ static void test_faults(uint32_t n) {
     pthread_mutex_unlock(&c->m);
     pthread_join(t[n - 1], NULL);
     expect_all(&j, HCCL_E_TIMEOUT, "a rank that never arrives");
-    for (uint32_t r = 0; r + 1 < n; r++)
-        if (j.secs[r] < 0.25 || j.secs[r] > 10) FAIL("rank %u gave up after %.3f s (timeout 0.3 s)", r, j.secs[r]);
+    /* the first to arrive waited the timeout; a rank that arrived after the communicator broke returns at once */
+    double longest = 0;
+    for (uint32_t r = 0; r + 1 < n; r++) {
+        if (j.secs[r] > 10) FAIL("rank %u gave up after %.3f s (timeout 0.3 s)", r, j.secs[r]);
+        if (j.secs[r] > longest) longest = j.secs[r];
+    }
+    if (longest < 0.25) FAIL("no rank waited the 0.3 s timeout (longest %.3f s)", longest);
     HcclResult ae;
     CHECK_RC(HcclGetCommAsyncError(w.comm[0], &ae), HCCL_SUCCESS);
     CHECK(ae == HCCL_E_TIMEOUT);

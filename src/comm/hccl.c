@@ -347,17 +347,36 @@ HcclResult HcclGetCommName(HcclComm comm, char *commName) {
     return HCCL_SUCCESS;
 }
 
+/* True when a live rank of the communicator `name` was last used by this thread. */
+static bool bound_here(const char *name) {
+    bool yes = false;
+    pthread_t self = pthread_self();
+    pthread_mutex_lock(&g_groups_lock);
+    for (group *g = g_groups; g != NULL && !yes; g = g->next) {
+        if (strncmp(g->name, name, sizeof g->name) != 0) continue;
+        pthread_mutex_lock(&g->lock);
+        for (uint32_t i = 0; i < g->n && !yes; i++)
+            yes = g->ranks[i].has_owner && pthread_equal(g->ranks[i].owner, self) &&
+                  mf_registry_has(&mf_comms, &g->ranks[i]);
+        pthread_mutex_unlock(&g->lock);
+    }
+    pthread_mutex_unlock(&g_groups_lock);
+    return yes;
+}
+
 HcclResult mf_comm_lookup(const char *name, HcclComm *comm) {
     const char *fn = "HcclCommGetHandleWithName";
     if (name == NULL) return (HcclResult)mf_fail(HCCL_E_PTR, "%s: commName is NULL", fn);
     if (comm == NULL) return (HcclResult)mf_fail(HCCL_E_PTR, "%s: comm is NULL", fn);
     int32_t dev = -1;
-    const char *saved = aclGetRecentErrMsg();
-    char keep[512];
-    bool had = saved != NULL;
-    if (had) snprintf(keep, sizeof keep, "%s", saved);
-    if (aclrtGetDevice(&dev) != ACL_SUCCESS) dev = -1; /* no device on this thread: not an error here */
-    if (had) mf_set_error("%s", keep);
+    if (!bound_here(name)) { /* then the thread's device decides; none set is no error here */
+        const char *saved = aclGetRecentErrMsg();
+        char keep[512];
+        bool had = saved != NULL;
+        if (had) snprintf(keep, sizeof keep, "%s", saved);
+        if (aclrtGetDevice(&dev) != ACL_SUCCESS) dev = -1;
+        if (had) mf_set_error("%s", keep);
+    }
     pthread_t self = pthread_self();
     rank *found = NULL;
     bool named = false;
@@ -782,11 +801,11 @@ static void set_range(uint64_t *lo, uint64_t *hi, const void *p, uint64_t from, 
     *hi = (uint64_t)(uintptr_t)p + to;
 }
 
-/* count * mult * e fits in the address space and in HCCL's count limit. */
+/* count * mult elements of e bytes have a byte size below 2^63 (HCCL checks each count only). */
 static HcclResult check_bytes(const char *fn, uint64_t count, uint64_t mult, size_t e) {
     uint64_t t;
-    if (__builtin_mul_overflow(count, mult, &t) || t > SYS_MAX_COUNT || __builtin_mul_overflow(t, e, &t))
-        return (HcclResult)mf_fail(HCCL_E_PARA, "%s: %llu x %llu elements are more than HCCL allows", fn,
+    if (__builtin_mul_overflow(count, mult, &t) || __builtin_mul_overflow(t, e, &t) || t > (UINT64_MAX >> 1))
+        return (HcclResult)mf_fail(HCCL_E_PARA, "%s: %llu x %llu elements do not fit in memory", fn,
                                    (unsigned long long)count, (unsigned long long)mult);
     return HCCL_SUCCESS;
 }
@@ -899,6 +918,10 @@ static HcclResult alltoallv(const char *fn, int kind, const void *sendBuf, const
                             const void *recvBuf, const uint64_t *rc, const uint64_t *rd, HcclDataType recvType,
                             rank *r) {
     const uint32_t n = r->g->n;
+    for (uint32_t j = 0; j < n; j++) { /* HCCL's order: the counts (CheckCount), then the type */
+        TRY(check_count(fn, "sendCounts[j]", sc[j]));
+        TRY(check_count(fn, "recvCounts[j]", rc[j]));
+    }
     TRY(check_dtype(fn, recvType, false));
     const size_t e = dt_size(recvType);
     uint64_t slo, shi, rlo, rhi;

@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "hccl/hccl.h"
 
@@ -831,10 +833,8 @@ static void test_api(void) {
     HcclResult ae = HCCL_E_INTERNAL;
     CHECK_RC(HcclGetCommAsyncError(a.comm[0], &ae), HCCL_SUCCESS);
     CHECK(ae == HCCL_SUCCESS);
-    /* one-process-per-rank init is not there yet: a clear refusal */
-    HcclRootInfo ri;
-    CHECK_RC(HcclGetRootInfo(&ri), HCCL_E_NOT_SUPPORT);
-    CHECK_RC(HcclCommInitRootInfo(2, &ri, 0, &h), HCCL_E_NOT_SUPPORT);
+    /* rank tables are not there yet: a clear refusal */
+    CHECK_RC(HcclCommInitClusterInfo("rank_table.json", 0, &h), HCCL_E_NOT_SUPPORT);
     HcclConfigValue cv = {1};
     CHECK_RC(HcclSetConfig(HCCL_DETERMINISTIC, cv), HCCL_SUCCESS);
     cv.value = 0;
@@ -966,11 +966,160 @@ static int churn_rank(job *j, uint32_t r, HcclComm comm, aclrtStream st) {
     return HCCL_SUCCESS;
 }
 
+/* ---- HcclGetRootInfo + HcclCommInitRootInfo: ranks as threads of this process (hicann/hccl's examples) ---- */
+typedef struct {
+    HcclRootInfo ri;
+    uint32_t n, skip; /* ranks 0..n-1 join, but not `skip` (n: none skipped) */
+    uint32_t say_n[8];
+    const HcclCommConfig *cfg;
+    HcclComm comm[8];
+    int rc[8];
+    char name[8][COMM_NAME_MAX_LENGTH];
+    int32_t sum[8][5];
+} root_ctx;
+typedef struct {
+    root_ctx *c;
+    uint32_t r;
+} root_arg;
+
+static void *root_rank(void *p) {
+    root_arg *a = p;
+    root_ctx *c = a->c;
+    const uint32_t r = a->r;
+    c->rc[r] = c->cfg ? HcclCommInitRootInfoConfig(c->say_n[r], &c->ri, r, c->cfg, &c->comm[r])
+                      : HcclCommInitRootInfo(c->say_n[r], &c->ri, r, &c->comm[r]);
+    if (c->rc[r] != HCCL_SUCCESS) return NULL;
+    aclrtStream st = NULL;
+    uint32_t id = 99, size = 0;
+    int32_t x[5] = {(int32_t)r, 1, 2, 3, -(int32_t)r};
+    if (aclrtSetDevice(0) != ACL_SUCCESS || aclrtCreateStream(&st) != ACL_SUCCESS ||
+        HcclGetRankId(c->comm[r], &id) != HCCL_SUCCESS || id != r ||
+        HcclGetRankSize(c->comm[r], &size) != HCCL_SUCCESS || size != c->n ||
+        HcclGetCommName(c->comm[r], c->name[r]) != HCCL_SUCCESS ||
+        HcclAllReduce(x, c->sum[r], 5, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, c->comm[r], st) != HCCL_SUCCESS ||
+        aclrtSynchronizeStream(st) != ACL_SUCCESS || HcclCommDestroy(c->comm[r]) != HCCL_SUCCESS)
+        c->rc[r] = 6000;
+    aclrtDestroyStream(st);
+    return NULL;
+}
+
+static void run_root(root_ctx *c) {
+    pthread_t t[8];
+    root_arg a[8];
+    for (uint32_t r = 0; r < c->n; r++) {
+        if (r == c->skip) continue;
+        if (c->say_n[r] == 0) c->say_n[r] = c->n;
+        a[r] = (root_arg){c, r};
+        CHECK(pthread_create(&t[r], NULL, root_rank, &a[r]) == 0);
+    }
+    for (uint32_t r = 0; r < c->n; r++)
+        if (r != c->skip) pthread_join(t[r], NULL);
+}
+
+static void test_root_info(void) {
+    CHECK_RC(HcclGetRootInfo(NULL), HCCL_E_PTR);
+    for (uint32_t n = 1; n <= 8; n *= 2) { /* every rank joins: a working communicator */
+        root_ctx *c = calloc(1, sizeof *c);
+        CHECK_RC(HcclGetRootInfo(&c->ri), HCCL_SUCCESS);
+        c->n = n;
+        c->skip = n;
+        run_root(c);
+        for (uint32_t r = 0; r < n; r++) {
+            if (c->rc[r] != HCCL_SUCCESS) FAIL("root info, %u ranks: rank %u returned %d", n, r, c->rc[r]);
+            CHECK(strcmp(c->name[r], c->name[0]) == 0);
+            CHECK(c->sum[r][0] == (int32_t)(n * (n - 1) / 2) && c->sum[r][1] == (int32_t)n &&
+                  c->sum[r][3] == 3 * (int32_t)n && c->sum[r][4] == -c->sum[r][0]);
+        }
+        free(c);
+    }
+    /* HcclCommInitRootInfoConfig: the config's name; a second live communicator may not take it */
+    HcclCommConfig cfg;
+    HcclCommConfigInit(&cfg);
+    strcpy(cfg.hcclCommName, "moefr_test_ep_group");
+    root_ctx *c = calloc(1, sizeof *c);
+    CHECK_RC(HcclGetRootInfo(&c->ri), HCCL_SUCCESS);
+    c->n = 2;
+    c->skip = 2;
+    c->cfg = &cfg;
+    run_root(c);
+    CHECK(c->rc[0] == HCCL_SUCCESS && c->rc[1] == HCCL_SUCCESS);
+    CHECK(strcmp(c->name[0], "moefr_test_ep_group") == 0 && strcmp(c->name[1], c->name[0]) == 0);
+    HcclRootInfo ri;
+    HcclComm one = NULL, dup = NULL;
+    CHECK_RC(HcclGetRootInfo(&ri), HCCL_SUCCESS);
+    CHECK_RC(HcclCommInitRootInfoConfig(1, &ri, 0, &cfg, &one), HCCL_SUCCESS);
+    HcclRootInfo ri2;
+    CHECK_RC(HcclGetRootInfo(&ri2), HCCL_SUCCESS);
+    CHECK_RC(HcclCommInitRootInfoConfig(1, &ri2, 0, &cfg, &dup), HCCL_E_PARA); /* the name is taken */
+    CHECK_RC(HcclCommDestroy(one), HCCL_SUCCESS);
+    free(c);
+    /* arguments */
+    HcclComm h;
+    CHECK_RC(HcclCommInitRootInfo(2, NULL, 0, &h), HCCL_E_PTR);
+    CHECK_RC(HcclCommInitRootInfo(2, &ri, 0, NULL), HCCL_E_PTR);
+    CHECK_RC(HcclCommInitRootInfo(0, &ri, 0, &h), HCCL_E_PARA);
+    CHECK_RC(HcclCommInitRootInfo(2, &ri, 2, &h), HCCL_E_PARA);
+    CHECK_RC(HcclCommInitRootInfoConfig(2, &ri, 0, NULL, &h), HCCL_E_PTR);
+    HcclCommConfig raw;
+    memset(&raw, 0, sizeof raw);
+    CHECK_RC(HcclCommInitRootInfoConfig(2, &ri, 0, &raw, &h), HCCL_E_PARA); /* not from HcclCommConfigInit */
+    HcclRootInfo zero;
+    memset(&zero, 0, sizeof zero);
+    CHECK_RC(HcclCommInitRootInfo(2, &zero, 0, &h), HCCL_E_PARA); /* not from HcclGetRootInfo */
+    /* a root info from another process: not yet (processes are the next step) */
+    int fds[2];
+    CHECK(pipe(fds) == 0);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        HcclRootInfo other;
+        _exit(HcclGetRootInfo(&other) == HCCL_SUCCESS && write(fds[1], &other, sizeof other) == (ssize_t)sizeof other
+                  ? 0
+                  : 1);
+    }
+    HcclRootInfo other;
+    CHECK(read(fds[0], &other, sizeof other) == (ssize_t)sizeof other);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    close(fds[0]);
+    close(fds[1]);
+    CHECK_RC(HcclCommInitRootInfo(2, &other, 0, &h), HCCL_E_NOT_SUPPORT);
+    /* a rank that never joins: HCCL_E_TIMEOUT after HCCL_CONNECT_TIMEOUT (moefr takes fractions) */
+    setenv("HCCL_CONNECT_TIMEOUT", "0.3", 1);
+    c = calloc(1, sizeof *c);
+    CHECK_RC(HcclGetRootInfo(&c->ri), HCCL_SUCCESS);
+    c->n = 4;
+    c->skip = 2;
+    double t0 = now_s();
+    run_root(c);
+    double waited = now_s() - t0;
+    for (uint32_t r = 0; r < 4; r++)
+        if (r != 2 && c->rc[r] != HCCL_E_TIMEOUT) FAIL("missing joiner: rank %u returned %d", r, c->rc[r]);
+    if (waited < 0.25 || waited > 10) FAIL("missing joiner: the ranks waited %.3f s (timeout 0.3 s)", waited);
+    /* ranks that disagree on nRanks: the second is refused at once, the first times out */
+    memset(c, 0, sizeof *c);
+    CHECK_RC(HcclGetRootInfo(&c->ri), HCCL_SUCCESS);
+    c->n = 2;
+    c->skip = 1;
+    c->say_n[0] = 2;
+    pthread_t t;
+    root_arg a0 = {c, 0};
+    CHECK(pthread_create(&t, NULL, root_rank, &a0) == 0);
+    usleep(50000);
+    CHECK_RC(HcclCommInitRootInfo(3, &c->ri, 1, &h), HCCL_E_PARA);
+    CHECK_RC(HcclCommInitRootInfo(2, &c->ri, 0, &h), HCCL_E_PARA); /* rank 0 has joined already */
+    pthread_join(t, NULL);
+    CHECK(c->rc[0] == HCCL_E_TIMEOUT);
+    unsetenv("HCCL_CONNECT_TIMEOUT");
+    free(c);
+}
+
 int main(void) {
     const char *seed = getenv("MOEFR_TEST_SEED");
     if (seed) g_rng = strtoull(seed, NULL, 0) | 1;
     printf("test_hccl: seed 0x%llx (MOEFR_TEST_SEED replays)\n", (unsigned long long)g_rng);
     test_api();
+    test_root_info();
     const uint32_t sizes[] = {2, 3, 4, 8};
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         world w;

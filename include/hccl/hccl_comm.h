@@ -33,13 +33,17 @@ extern "C" {
  * devices[i] (distinct, >= 0). Use each rank from one thread. */
 HCCL_API HcclResult HcclCommInitAll(uint32_t ndev, int32_t *devices, HcclComm *comms);
 
-/* One process per rank (root info handed out of band). moefr: not yet
- * provided; HCCL_E_NOT_SUPPORT with a message. */
+/* Root info handed to every rank, each calling HcclCommInitRootInfo with its
+ * rank; each waits until all nRanks joined (at most HCCL_CONNECT_TIMEOUT
+ * seconds). moefr: the ranks are threads of this process (a root info from
+ * another process is HCCL_E_NOT_SUPPORT for now); the config's hcclCommName
+ * and hcclExecTimeOut are used. */
 HCCL_API HcclResult HcclGetRootInfo(HcclRootInfo *rootInfo);
 HCCL_API HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank,
                                          HcclComm *comm);
 HCCL_API HcclResult HcclCommInitRootInfoConfig(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank,
                                                const HcclCommConfig *config, HcclComm *comm);
+/* Rank tables: not yet provided (HCCL_E_NOT_SUPPORT with a message). */
 HCCL_API HcclResult HcclCommInitClusterInfo(const char *clusterInfo, uint32_t rank, HcclComm *comm);
 
 /* HCCL_DETERMINISTIC: moefr's reductions are always in rank order (strict). */

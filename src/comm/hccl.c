@@ -106,18 +106,26 @@ typedef struct group {
     msg **q_head, **q_tail; /* [src * n + dst] */
     struct rank *ranks;
     struct group *next;
+    /* HcclCommInitRootInfo: the root info's id; pending until every rank joined; failed when a joiner's
+     * HCCL_CONNECT_TIMEOUT passed first (the joined ranks leave, the last one frees it) */
+    uint64_t root_id;
+    bool pending, failed;
+    uint32_t joined;
 } group;
 
 typedef struct rank {
     group *g;
     uint32_t id;
     int32_t device;
+    bool joined; /* HcclCommInitRootInfo */
     bool has_owner;
     pthread_t owner;   /* the thread that last used this rank */
     uint64_t last_use; /* when (g_use_seq), to find the rank a thread used last */
 } rank;
 
 static pthread_mutex_t g_groups_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_join_cond; /* CLOCK_MONOTONIC; with g_groups_lock: a pending group completed or failed */
+static pthread_once_t g_join_once = PTHREAD_ONCE_INIT;
 static group *g_groups;
 static _Atomic uint64_t g_comm_seq;
 static _Atomic uint64_t g_use_seq;
@@ -218,6 +226,18 @@ static double exec_timeout(void) {
     return s;
 }
 
+static void deadline_after(double s, struct timespec *ts) {
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    double whole = (double)(time_t)s;
+    long ns = (long)((s - whole) * 1e9);
+    ts->tv_sec += (time_t)whole;
+    ts->tv_nsec += ns;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
 static void group_free(group *g) {
     if (g->q_head != NULL)
         for (size_t i = 0; i < (size_t)g->n * g->n; i++)
@@ -235,6 +255,41 @@ static void group_free(group *g) {
     free(g);
 }
 
+static void cond_init_monotonic(pthread_cond_t *c) {
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(c, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
+/* A communicator of n ranks (live 0, unlinked), named moefr_hccl_<pid>_<n>; NULL on OOM. */
+static group *group_new(uint32_t n) {
+    group *g = mf_calloc(1, sizeof *g);
+    if (g == NULL) return NULL;
+    pthread_mutex_init(&g->lock, NULL);
+    cond_init_monotonic(&g->cond);
+    g->n = n;
+    g->timeout_s = exec_timeout();
+    g->slots = mf_calloc(n, sizeof *g->slots);
+    g->ptrs = mf_calloc((size_t)n * n, sizeof *g->ptrs);
+    g->q_head = mf_calloc((size_t)n * n, sizeof *g->q_head);
+    g->q_tail = mf_calloc((size_t)n * n, sizeof *g->q_tail);
+    g->ranks = mf_calloc(n, sizeof *g->ranks);
+    if (g->slots == NULL || g->ptrs == NULL || g->q_head == NULL || g->q_tail == NULL || g->ranks == NULL) {
+        group_free(g);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        g->ranks[i].g = g;
+        g->ranks[i].id = i;
+        g->ranks[i].device = -1;
+    }
+    snprintf(g->name, sizeof g->name, "moefr_hccl_%ld_%llu", (long)getpid(),
+             (unsigned long long)atomic_fetch_add(&g_comm_seq, 1));
+    return g;
+}
+
 HcclResult HcclCommInitAll(uint32_t ndev, int32_t *devices, HcclComm *comms) {
     const char *fn = "HcclCommInitAll";
     if (devices == NULL) return (HcclResult)mf_fail(HCCL_E_PTR, "%s: devices is NULL", fn);
@@ -250,34 +305,13 @@ HcclResult HcclCommInitAll(uint32_t ndev, int32_t *devices, HcclComm *comms) {
                 return (HcclResult)mf_fail(HCCL_E_PARA, "%s: devices[%u] and devices[%u] are both %d", fn, j, i,
                                            (int)devices[i]);
     }
-    group *g = mf_calloc(1, sizeof *g);
+    group *g = group_new(ndev);
     if (g == NULL) return (HcclResult)mf_fail(HCCL_E_MEMORY, "%s: out of memory", fn);
-    pthread_mutex_init(&g->lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&g->cond, &ca);
-    pthread_condattr_destroy(&ca);
-    g->n = g->live = ndev;
-    g->timeout_s = exec_timeout();
-    g->slots = mf_calloc(ndev, sizeof *g->slots);
-    g->ptrs = mf_calloc((size_t)ndev * ndev, sizeof *g->ptrs);
-    g->q_head = mf_calloc((size_t)ndev * ndev, sizeof *g->q_head);
-    g->q_tail = mf_calloc((size_t)ndev * ndev, sizeof *g->q_tail);
-    g->ranks = mf_calloc(ndev, sizeof *g->ranks);
-    if (g->slots == NULL || g->ptrs == NULL || g->q_head == NULL || g->q_tail == NULL || g->ranks == NULL) {
-        group_free(g);
-        return (HcclResult)mf_fail(HCCL_E_MEMORY, "%s: out of memory", fn);
-    }
-    snprintf(g->name, sizeof g->name, "moefr_hccl_%ld_%llu", (long)getpid(),
-             (unsigned long long)atomic_fetch_add(&g_comm_seq, 1));
+    g->live = ndev;
     uint32_t added = 0;
     for (; added < ndev; added++) {
-        rank *r = &g->ranks[added];
-        r->g = g;
-        r->id = added;
-        r->device = devices[added];
-        if (!mf_registry_add(&mf_comms, r)) break;
+        g->ranks[added].device = devices[added];
+        if (!mf_registry_add(&mf_comms, &g->ranks[added])) break;
     }
     if (added < ndev) {
         while (added > 0) mf_registry_remove(&mf_comms, &g->ranks[--added]);
@@ -445,28 +479,193 @@ HcclResult HcclGetConfig(HcclConfig config, HcclConfigValue *configValue) {
     return HCCL_SUCCESS;
 }
 
-static HcclResult not_yet(const char *fn) {
-    return (HcclResult)mf_fail(HCCL_E_NOT_SUPPORT,
-                               "%s: moefr does not provide communicators across processes yet; use HcclCommInitAll "
-                               "(one thread per rank)",
-                               fn);
+/* ---- HcclGetRootInfo / HcclCommInitRootInfo: ranks as threads of this process ----
+ * The root info carries a magic, this process's pid and host name, and a unique id; a rank of another
+ * process or host is refused (HCCL_E_NOT_SUPPORT) until processes come. The first rank to join creates
+ * the communicator; each waits until all nRanks joined, at most HCCL_CONNECT_TIMEOUT seconds. */
+#define ROOT_MAGIC "moefr-hccl-root"
+typedef struct root_info {
+    char magic[16];
+    uint32_t version;
+    int32_t pid;
+    uint64_t id;
+    char host[64];
+} root_info;
+_Static_assert(sizeof(root_info) <= sizeof(HcclRootInfo), "root info fits HCCL's 4108 bytes");
+static _Atomic uint64_t g_root_seq;
+
+/* HCCL_CONNECT_TIMEOUT in seconds (HCCL: 120..7200, default 120; moefr also takes smaller values and
+ * fractions), read at each HcclCommInitRootInfo. */
+static double connect_timeout(void) {
+    const char *v = getenv("HCCL_CONNECT_TIMEOUT");
+    if (v == NULL || *v == '\0') return 120.0;
+    char *end = NULL;
+    double s = strtod(v, &end);
+    if (end == v || *end != '\0' || !(s > 0) || s > 7200.0) {
+        mf_log(MF_LOG_WARN, "HCCL_CONNECT_TIMEOUT=%s is not a number of seconds in (0, 7200]: using 120", v);
+        return 120.0;
+    }
+    return s;
 }
+
+static void join_once(void) { cond_init_monotonic(&g_join_cond); }
+
 HcclResult HcclGetRootInfo(HcclRootInfo *rootInfo) {
     if (rootInfo == NULL) return (HcclResult)mf_fail(HCCL_E_PTR, "HcclGetRootInfo: rootInfo is NULL");
-    return not_yet("HcclGetRootInfo");
+    root_info ri;
+    memset(&ri, 0, sizeof ri);
+    memcpy(ri.magic, ROOT_MAGIC, sizeof ROOT_MAGIC);
+    ri.version = 1;
+    ri.pid = (int32_t)getpid();
+    ri.id = atomic_fetch_add(&g_root_seq, 1) + 1;
+    if (gethostname(ri.host, sizeof ri.host - 1) != 0) ri.host[0] = '\0';
+    memset(rootInfo, 0, sizeof *rootInfo);
+    memcpy(rootInfo->internal, &ri, sizeof ri);
+    return HCCL_SUCCESS;
 }
+
+static HcclResult init_root(const char *fn, uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank_,
+                            const HcclCommConfig *config, HcclComm *comm) {
+    if (rootInfo == NULL) return (HcclResult)mf_fail(HCCL_E_PTR, "%s: rootInfo is NULL", fn);
+    if (comm == NULL) return (HcclResult)mf_fail(HCCL_E_PTR, "%s: comm is NULL", fn);
+    if (nRanks == 0 || nRanks > MAX_RANKS)
+        return (HcclResult)mf_fail(HCCL_E_PARA, "%s: nRanks must be 1..%u, got %u", fn, MAX_RANKS, nRanks);
+    if (rank_ >= nRanks)
+        return (HcclResult)mf_fail(HCCL_E_PARA, "%s: rank %u is not below nRanks %u", fn, rank_, nRanks);
+    char name[COMM_NAME_MAX_LENGTH] = "";
+    double exec_s = -1;
+    if (config != NULL) {
+        uint32_t magic;
+        memcpy(&magic, config->reserved + sizeof(size_t), sizeof magic);
+        if (magic != HCCL_COMM_CONFIG_MAGIC_WORD)
+            return (HcclResult)mf_fail(HCCL_E_PARA, "%s: config was not set up by HcclCommConfigInit", fn);
+        if (memchr(config->hcclCommName, '\0', sizeof config->hcclCommName) == NULL)
+            return (HcclResult)mf_fail(HCCL_E_PARA, "%s: config's hcclCommName has no terminating NUL", fn);
+        memcpy(name, config->hcclCommName, sizeof name);
+        if (config->hcclExecTimeOut != HCCL_COMM_EXECTIMEOUT_CONFIG_NOT_SET) {
+            if (config->hcclExecTimeOut < 0)
+                return (HcclResult)mf_fail(HCCL_E_PARA, "%s: config's hcclExecTimeOut %d is negative", fn,
+                                           (int)config->hcclExecTimeOut);
+            exec_s = config->hcclExecTimeOut;
+        }
+    }
+    root_info ri;
+    memcpy(&ri, rootInfo->internal, sizeof ri);
+    if (memcmp(ri.magic, ROOT_MAGIC, sizeof ROOT_MAGIC) != 0 || ri.version != 1)
+        return (HcclResult)mf_fail(HCCL_E_PARA, "%s: rootInfo was not filled by HcclGetRootInfo", fn);
+    char host[64] = "";
+    if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+    if (ri.pid != (int32_t)getpid() || strncmp(ri.host, host, sizeof host) != 0)
+        return (HcclResult)mf_fail(HCCL_E_NOT_SUPPORT,
+                                   "%s: the root info comes from another process (pid %d on %.64s); moefr's "
+                                   "communicators are threads of one process for now",
+                                   fn, (int)ri.pid, ri.host);
+    const double wait_s = connect_timeout();
+    struct timespec deadline;
+    deadline_after(wait_s, &deadline);
+    pthread_once(&g_join_once, join_once);
+    int32_t dev = -1;
+    {
+        const char *saved = aclGetRecentErrMsg();
+        char keep[512];
+        bool had = saved != NULL;
+        if (had) snprintf(keep, sizeof keep, "%s", saved);
+        if (aclrtGetDevice(&dev) != ACL_SUCCESS) dev = -1;
+        if (had) mf_set_error("%s", keep);
+    }
+
+    pthread_mutex_lock(&g_groups_lock);
+    group *g = g_groups;
+    while (g != NULL && !(g->root_id == ri.id && (g->pending || g->failed))) g = g->next;
+    if (g != NULL && g->failed) {
+        pthread_mutex_unlock(&g_groups_lock);
+        return (HcclResult)mf_fail(HCCL_E_TIMEOUT, "%s: the communicator of this root info timed out before "
+                                   "rank %u joined (HCCL_CONNECT_TIMEOUT)", fn, rank_);
+    }
+    if (g == NULL) {
+        for (group *o = g_groups; o != NULL && name[0]; o = o->next)
+            if (strncmp(o->name, name, sizeof o->name) == 0) {
+                pthread_mutex_unlock(&g_groups_lock);
+                return (HcclResult)mf_fail(HCCL_E_PARA, "%s: a communicator is already named \"%s\"", fn, name);
+            }
+        g = group_new(nRanks);
+        if (g == NULL) {
+            pthread_mutex_unlock(&g_groups_lock);
+            return (HcclResult)mf_fail(HCCL_E_MEMORY, "%s: out of memory", fn);
+        }
+        g->root_id = ri.id;
+        g->pending = true;
+        if (name[0]) memcpy(g->name, name, sizeof g->name);
+        if (exec_s >= 0) g->timeout_s = exec_s;
+        g->next = g_groups;
+        g_groups = g;
+    } else if (g->n != nRanks) {
+        uint32_t had = g->n;
+        pthread_mutex_unlock(&g_groups_lock);
+        return (HcclResult)mf_fail(HCCL_E_PARA, "%s: rank %u says nRanks %u, an earlier rank said %u", fn, rank_,
+                                   nRanks, had);
+    } else if (g->ranks[rank_].joined) {
+        pthread_mutex_unlock(&g_groups_lock);
+        return (HcclResult)mf_fail(HCCL_E_PARA, "%s: rank %u joined this root info's communicator twice", fn, rank_);
+    }
+    g->ranks[rank_].joined = true;
+    g->ranks[rank_].device = dev;
+    g->joined++;
+    HcclResult rc = HCCL_SUCCESS;
+    if (g->joined == g->n) { /* the last to join makes the handles live */
+        uint32_t added = 0;
+        while (added < g->n && mf_registry_add(&mf_comms, &g->ranks[added])) added++;
+        if (added < g->n) {
+            while (added > 0) mf_registry_remove(&mf_comms, &g->ranks[--added]);
+            g->failed = true;
+            rc = HCCL_E_MEMORY;
+        } else {
+            g->live = g->n;
+        }
+        g->pending = false;
+        pthread_cond_broadcast(&g_join_cond);
+    }
+    while (g->pending && !g->failed) {
+        int w = pthread_cond_timedwait(&g_join_cond, &g_groups_lock, &deadline);
+        if (w == ETIMEDOUT && g->pending && !g->failed) {
+            g->failed = true;
+            pthread_cond_broadcast(&g_join_cond);
+        }
+    }
+    if (g->failed) { /* leave; the last to leave frees it */
+        if (rc == HCCL_SUCCESS) rc = HCCL_E_TIMEOUT;
+        if (--g->joined == 0) {
+            for (group **p = &g_groups; *p != NULL; p = &(*p)->next)
+                if (*p == g) {
+                    *p = g->next;
+                    break;
+                }
+            group_free(g);
+        }
+        pthread_mutex_unlock(&g_groups_lock);
+        return rc == HCCL_E_MEMORY ? (HcclResult)mf_fail(rc, "%s: out of memory", fn)
+                                   : (HcclResult)mf_fail(rc, "%s: not every one of the %u ranks joined within "
+                                                         "HCCL_CONNECT_TIMEOUT=%g s", fn, nRanks, wait_s);
+    }
+    *comm = &g->ranks[rank_];
+    pthread_mutex_unlock(&g_groups_lock);
+    return HCCL_SUCCESS;
+}
+
 HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank_, HcclComm *comm) {
-    (void)nRanks, (void)rootInfo, (void)rank_, (void)comm;
-    return not_yet("HcclCommInitRootInfo");
+    return init_root("HcclCommInitRootInfo", nRanks, rootInfo, rank_, NULL, comm);
 }
+
 HcclResult HcclCommInitRootInfoConfig(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank_,
                                       const HcclCommConfig *config, HcclComm *comm) {
-    (void)nRanks, (void)rootInfo, (void)rank_, (void)config, (void)comm;
-    return not_yet("HcclCommInitRootInfoConfig");
+    if (config == NULL) return (HcclResult)mf_fail(HCCL_E_PTR, "HcclCommInitRootInfoConfig: config is NULL");
+    return init_root("HcclCommInitRootInfoConfig", nRanks, rootInfo, rank_, config, comm);
 }
+
 HcclResult HcclCommInitClusterInfo(const char *clusterInfo, uint32_t rank_, HcclComm *comm) {
     (void)clusterInfo, (void)rank_, (void)comm;
-    return not_yet("HcclCommInitClusterInfo");
+    return (HcclResult)mf_fail(HCCL_E_NOT_SUPPORT, "HcclCommInitClusterInfo: rank tables are not supported yet; "
+                               "use HcclCommInitAll or HcclGetRootInfo + HcclCommInitRootInfo (threads of one process)");
 }
 
 const char *HcclGetErrorString(HcclResult code) {
@@ -503,17 +702,6 @@ const char *HcclGetErrorString(HcclResult code) {
 
 /* ---- the rendezvous ---- */
 
-static void deadline_after(double s, struct timespec *ts) {
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    double whole = (double)(time_t)s;
-    long ns = (long)((s - whole) * 1e9);
-    ts->tv_sec += (time_t)whole;
-    ts->tv_nsec += ns;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
 
 static void judge(group *g);
 

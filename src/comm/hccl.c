@@ -1,5 +1,6 @@
-/* hccl.c - HCCL's host API with threads as ranks (HcclCommInitAll): every rank
- * of a communicator is a thread of this process, so ranks share memory and a
+/* hccl.c - HCCL's host API with threads as ranks (HcclCommInitAll, or
+ * HcclGetRootInfo + HcclCommInitRootInfo within one process): every rank of a
+ * communicator is a thread of this process, so ranks share memory and a
  * collective moves data with plain copies, no transport.
  *
  * A collective is a rendezvous. Each rank publishes its call (kind, type,

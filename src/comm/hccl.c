@@ -22,7 +22,8 @@
  * The other collectives pull: each rank writes only its own output. Where an
  * output overlaps an input some rank reads (other than the in-place forms
  * HCCL defines), the outputs are staged: computed into scratch, written after
- * the second barrier.
+ * the second barrier, and a third keeps every rank in the call until all
+ * outputs are written.
  *
  * Send/Recv: a send copies its data into a message queued for the (src, dst)
  * pair and returns; a receive takes the pair's oldest message. So rings of
@@ -968,15 +969,16 @@ static HcclResult collective(rank *rk, slot *call) {
     if (staged) {
         if (call->kind == K_ALLREDUCE) {
             allreduce_write_stage(g, r);
-            pthread_mutex_lock(&g->lock);
-            barrier(g, false, NULL); /* every slice written */
-            pthread_mutex_unlock(&g->lock);
         } else if (me->stage != NULL) {
             uint64_t off = me->wlo - (uint64_t)(uintptr_t)me->recv;
             memcpy(me->recv + off, me->stage + off, me->whi - me->wlo);
         }
         free(me->stage);
         me->stage = NULL;
+        /* every output written before any rank returns: an output here overlaps some rank's input */
+        pthread_mutex_lock(&g->lock);
+        barrier(g, false, NULL);
+        pthread_mutex_unlock(&g->lock);
     }
     return HCCL_SUCCESS;
 }

@@ -166,6 +166,9 @@ test-valgrind-host: test-deps build
 	  echo "valgrind: $(BUILD)/tests/$$t"; $(VALGRIND) $(BUILD)/tests/$$t >/dev/null || exit 1; done
 # the host API's many-threads case under TSan too
 TSAN_TESTS += test_host_api
+# HCCL's host API, threads as ranks (issue 38): under TSan and valgrind too
+TSAN_TESTS += test_hccl
+VALGRIND_HOST_TESTS += test_hccl
 # ---- Issue 14: aarch64 as a target (README "aarch64", docs/DESIGN.md) ----
 # test-aarch64: cross-builds in $(ARM_BUILD) with Debian's toolchain, runs the
 # CTest suite under qemu-aarch64 once per kernel path the build has (tests qemu

@@ -133,6 +133,8 @@ typedef struct mf_registry mf_registry;
 extern mf_registry mf_tensors, mf_executors, mf_streams, mf_allocs;
 /* host API objects (objects.c, context.c) */
 extern mf_registry mf_scalars, mf_arrays, mf_lists, mf_contexts, mf_events;
+/* HCCL communicator ranks (src/comm/hccl.c) */
+extern mf_registry mf_comms;
 bool mf_registry_add(mf_registry *r, const void *p);    /* false on OOM */
 bool mf_registry_remove(mf_registry *r, const void *p); /* false if absent */
 bool mf_registry_has(mf_registry *r, const void *p);

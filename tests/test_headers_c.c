@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "host_api_signatures.h"
+#include "hccl_signatures.h"
 
 _Static_assert(ACL_DT_UNDEFINED == -1 && ACL_FLOAT == 0 && ACL_FLOAT16 == 1 && ACL_INT8 == 2 && ACL_INT32 == 3 &&
                    ACL_UINT8 == 4 && ACL_INT16 == 6 && ACL_UINT16 == 7 && ACL_UINT32 == 8 && ACL_INT64 == 9 &&
@@ -199,6 +200,7 @@ int main(void) {
                          (const void *)&p_frun, (const void *)&p_ver, (const void *)&p_isa, (const void *)&p_nt,
                          (const void *)&p_soc};
     if (!gating_sigs_ok()) return 1;
+    if (!hccl_sigs_ok()) return 1;
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i] == NULL) return 1;
     if (!p_ir1ws || !p_ir1run || !p_fr1ws || !p_fr1run) return 1;

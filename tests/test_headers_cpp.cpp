@@ -51,6 +51,7 @@
 #include <type_traits>
 
 #include "host_api_signatures.h"
+#include "hccl_signatures.h"
 
 static_assert(ACL_FLOAT == 0 && ACL_FLOAT16 == 1 && ACL_INT32 == 3 && ACL_BF16 == 27 && ACL_DT_UNDEFINED == -1,
               "aclDataType values");
@@ -164,6 +165,7 @@ static_assert(std::is_same<enum aclrtMemcpyKind, aclrtMemcpyKind>::value &&
               "tagged enums");
 
 int main() {
+    if (!hccl_sigs_ok()) return 1; // HCCL's names with C linkage and CANN's types
     // calls in the style of CANN's samples: this links only if the names have C linkage
     if (aclInit(nullptr) != ACL_SUCCESS || aclrtSetDevice(0) != ACL_SUCCESS) return 1;
     aclrtStream stream = nullptr;

@@ -22,6 +22,7 @@ mf_registry mf_arrays = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0};
 mf_registry mf_lists = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0};
 mf_registry mf_contexts = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0};
 mf_registry mf_events = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0};
+mf_registry mf_comms = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0};
 
 static size_t slot_of(uintptr_t key, size_t cap) {
     uint64_t h = (uint64_t)key * 0x9E3779B97F4A7C15ull;

@@ -48,7 +48,8 @@ for f in include/acl/acl.h include/aclnn/acl_meta.h include/aclnn/aclnn_base.h \
          lib64/libmoefr.so.$version lib64/libmoefr.so lib64/libmoefr.a lib64/pkgconfig/moefr.pc \
          lib64/cmake/moefr/moefrConfig.cmake lib64/cmake/moefr/moefrConfigVersion.cmake \
          lib64/cmake/moefr/moefrTargets.cmake include/acl/acl_base.h include/acl/acl_rt.h \
-         include/acl/error_codes/rt_error_codes.h include/acl/error_codes/ge_error_codes.h set_env.sh; do
+         include/acl/error_codes/rt_error_codes.h include/acl/error_codes/ge_error_codes.h set_env.sh \
+         include/hccl/hccl.h include/hccl/hccl_types.h include/hccl/hccl_comm.h; do
   [ -f "$prefix/$f" ] || fail "missing $f"
 done
 real=$(readlink -f "$lib/libmoefr.so.$version")
@@ -56,7 +57,8 @@ real=$(readlink -f "$lib/libmoefr.so.$version")
 soname=$(readelf -d "$real" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [ "$soname" = "libmoefr.so.$major" ] || fail "SONAME is '$soname', want libmoefr.so.$major"
 echo "SONAME $soname"
-for name in libmoefr.so libascendcl.so libnnopbase.so libopapi.so libopapi_math.so libopapi_transformer.so libopapi_nn.so; do
+for name in libmoefr.so libascendcl.so libnnopbase.so libopapi.so libopapi_math.so libopapi_transformer.so libopapi_nn.so \
+            libhccl.so; do
   [ -L "$lib/$name" ] || fail "$name is not a symlink"
   [ "$(readlink -f "$lib/$name")" = "$real" ] || fail "$name resolves to $(readlink -f "$lib/$name"), not $real"
   got=$(readelf -d "$lib/$name" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
@@ -65,7 +67,7 @@ for name in libmoefr.so libascendcl.so libnnopbase.so libopapi.so libopapi_math.
 done
 # Only moefr's libraries in lib64: a stray library there would shadow a real toolkit's.
 extra=$(cd "$lib" && ls -1 | grep -E '\.(so|a)(\.|$)' |
-  grep -v -x -E "libmoefr\.so(\.$major|\.$version)?|libmoefr\.a|lib(ascendcl|nnopbase|opapi|opapi_math|opapi_transformer|opapi_nn)\.so" || true)
+  grep -v -x -E "libmoefr\.so(\.$major|\.$version)?|libmoefr\.a|lib(ascendcl|nnopbase|opapi|opapi_math|opapi_transformer|opapi_nn|hccl)\.so" || true)
 [ -z "$extra" ] || fail "unexpected libraries in lib64: $extra"
 for sym in aclInit aclrtMalloc aclCreateTensor aclnnMoeFinalizeRoutingV2GradGetWorkspaceSize \
            aclnnMoeFinalizeRoutingV2Grad aclGetRecentErrMsg aclrtCreateContext aclrtEventElapsedTime \
@@ -91,7 +93,10 @@ for sym in aclInit aclrtMalloc aclCreateTensor aclnnMoeFinalizeRoutingV2GradGetW
            aclnnMoeTokenPermuteWithEpGradGetWorkspaceSize aclnnMoeTokenPermuteWithEpGrad \
            aclnnMoeTokenUnpermuteWithEpGetWorkspaceSize aclnnMoeTokenUnpermuteWithEp \
            aclnnMoeTokenUnpermuteWithEpGradGetWorkspaceSize aclnnMoeTokenUnpermuteWithEpGrad \
-           aclnnMoeGatingTopKGetWorkspaceSize aclnnMoeGatingTopK aclnnMoeFusedTopkGetWorkspaceSize aclnnMoeFusedTopk; do
+           aclnnMoeGatingTopKGetWorkspaceSize aclnnMoeGatingTopK aclnnMoeFusedTopkGetWorkspaceSize aclnnMoeFusedTopk \
+           HcclCommInitAll HcclCommDestroy HcclGetCommName HcclCommGetHandleWithName HcclGetRankSize HcclGetRankId \
+           HcclBarrier HcclGetErrorString HcclAllReduce HcclAllGather HcclReduceScatter HcclBroadcast HcclAlltoAll \
+           HcclAlltoAllV HcclSend HcclRecv HcclAllGatherV HcclReduceScatterV; do
   # grep reads to the end: with -q it may exit before nm has written all, and
   # pipefail would report nm's SIGPIPE as a missing symbol
   nm -D --defined-only "$real" | grep " T $sym\$" >/dev/null || fail "$sym not exported"
@@ -131,6 +136,16 @@ if [ -z "$emu" ] && command -v valgrind >/dev/null 2>&1; then
     "$work/example/moe_layer_chain" 1 >"$work/chain.vg" 2>&1 || { cat "$work/chain.vg" >&2; fail "valgrind on moe_layer_chain"; }
   echo "valgrind: moe_layer_chain clean"
 fi
+
+# Issue 38: an HCCL program as CANN's samples write it, linked the way hicann/hccl's example Makefiles link
+# (-lhccl -lascendcl), ranks as threads.
+step "HCCL sample: -lhccl -lascendcl, one thread per rank"
+quiet "$cxx" -std=c++14 -Werror -Wall -O2 "$src/tests/install/hccl_threads.cpp" -I"$prefix/include" \
+  -L"$lib" -lhccl -lascendcl -Wl,-rpath,"$lib" -pthread -o "$work/hccl_threads"
+readelf -d "$work/hccl_threads" | grep -q "NEEDED.*\[libmoefr.so.$major\]" ||
+  fail "hccl_threads does not load libmoefr.so.$major"
+out=$(env -u LD_LIBRARY_PATH $emu "$work/hccl_threads") || fail "hccl_threads failed: $out"
+echo "$out"
 
 step "find_package(moefr) consumer (shared and static)"
 # Debian-family CMake does not search lib64 under a prefix, so name the package dir.

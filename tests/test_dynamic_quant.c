@@ -146,7 +146,9 @@ static void run_case(const dq_case *c) {
         for (int64_t j = 0; j < N; j++) {
             float f = rand_val();
             if (c->special == 1) /* halves and ties: scale exactly 1 with max Q (sym) or range 2Q+1 (asym) */
-                f = j == 0 ? (float)Q : j == 1 && !c->sym ? (float)(-Q - 1) : (float)(tu_int(-2 * Q, 2 * Q) / 2.0);
+                f = j == 0 ? (float)Q : j == 1 && !c->sym ? (float)(-Q - 1)
+                    : j == 2 ? (float)((double)tu_int(-Q, Q - 1) + 0.5) /* at least one tie in every row */
+                             : (float)(tu_int(-2 * Q, 2 * Q) / 2.0);
             if (kind == 1) f = 0.0f;
             if (kind == 2 && j == N / 2) f = NAN;
             if (kind == 3 && j == N / 3) f = (j & 1) ? -INFINITY : INFINITY;

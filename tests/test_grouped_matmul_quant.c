@@ -14,6 +14,7 @@
 #include "testutil.h"
 
 static long long g_elems;
+static bool g_kbig; /* K past several of the library's 1024-term chunks */
 
 /* A dense or transposed int8 matrix (2-D or 3-D) with its values. */
 typedef struct qmat {
@@ -36,7 +37,7 @@ static qmat qmat_new(int nd, const int64_t *dims, bool transposed, int extreme) 
     }
     m.buf = malloc((size_t)(m.n ? m.n : 1));
     for (int64_t i = 0; i < m.n; i++)
-        m.buf[i] = extreme ? (int8_t)(tu_chance(50) ? -128 : 127) : (int8_t)tu_int(-128, 127);
+        m.buf[i] = extreme == 2 ? 127 : extreme ? (int8_t)(tu_chance(50) ? -128 : 127) : (int8_t)tu_int(-128, 127);
     return m;
 }
 /* element [b][r][c] (b ignored for 2-D) */
@@ -71,7 +72,8 @@ static int32_t wrap32(int64_t v) { return (int32_t)(uint32_t)(uint64_t)v; }
 /* One M-split call: x (M, K), weight (E, K, N), optional bias (E, N) INT32, out INT32 / BF16 / FLOAT16. */
 static void m_split_case(int out_dt, bool per_token, bool bias, bool wt, int list_type, int extreme) {
     g_cases++;
-    const int64_t E = tu_int(1, 7), K = tu_int(1, 150), N = tu_int(1, 130), M = tu_int(0, 260);
+    const int64_t E = tu_int(1, 7), K = g_kbig ? tu_int(2049, 2600) : tu_int(1, 150), N = tu_int(1, 130),
+                  M = g_kbig ? tu_int(1, 40) : tu_int(0, 260);
     const int64_t xd[2] = {M, K}, wd[3] = {E, K, N};
     qmat x = qmat_new(2, xd, false, extreme), w = qmat_new(3, wd, wt, extreme);
     /* group sizes: random, some empty, total <= M */
@@ -468,6 +470,11 @@ int main(void) {
         m_split_case(out, (out == ACL_BF16 || out == ACL_FLOAT16) && tu_chance(60), tu_chance(50), tu_chance(40),
                      (int)tu_int(0, 1), it % 8 == 7);
     }
+    g_kbig = true; /* extreme values: every 1024-term partial sum at its largest, 2^24 */
+    for (int it = 0; it < 4; it++) m_split_case(outs[it % 4], false, it % 2 == 0, false, 1, 1);
+    /* all 127: odd products whose sums need 25 bits past 2048 terms (a chunk too long would round) */
+    m_split_case(ACL_INT32, false, false, false, 1, 2);
+    g_kbig = false;
     for (int it = 0; it < 6; it++) list_case(outs[it % 3]);
     for (int it = 0; it < 24; it++)
         antiquant_case(it % 2 ? ACL_BF16 : ACL_FLOAT16, tu_chance(50), tu_chance(40), it >= 8, it >= 16);

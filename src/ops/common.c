@@ -64,6 +64,9 @@ void mf_widen_f32(const char *p, int64_t step, int dtype, int64_t n, float *d, i
                 d[j * dstep] = mf_bf16_to_f32(h);
             }
         break;
+    case ACL_INT8: /* exact */
+        for (int64_t j = 0; j < n; j++) d[j * dstep] = (float)(int8_t)p[j * step];
+        break;
     default:
         for (int64_t j = 0; j < n; j++) {
             memcpy(&h, p + j * step, 2);

@@ -320,7 +320,8 @@ static int64_t tile_shape(const gmm_plan *p, int64_t mrows, int64_t n, int64_t k
         const int64_t sm = mt < mrows ? mt : mrows, sn = nt < n ? nt : n;
         t->sm = sm > 0 ? sm : 1;
         t->sn = sn > 0 ? sn : 1;
-        need = t->sm * t->sn + (p->pack_a ? t->sm * k : 0) + (p->pack_b ? k * t->sn : 0);
+        need = t->sm * t->sn + (p->pack_a ? t->sm * k : 0) + (p->pack_b ? k * t->sn : 0) +
+               (p->quant != GMM_Q_NONE ? t->sm * t->sn : 0); /* the A8W8 rows' int32 sums */
         if (need <= budget || (mt <= 64 && nt <= 64)) break;
         if (mt > 64) mt /= 2;
         else nt /= 2;
@@ -353,37 +354,27 @@ static void fill_bias(const gmm_plan *p, const gmm_group *g, int64_t j0, int64_t
  * fp32, converted, times the column's scale, times the row's per-token
  * scale, each product rounded to fp32, and rounded once to out's dtype
  * (CANN's AscendDequant, then the per-token Mul, then the Cast). */
+#define INT8_KC 1024 /* 1024 products of two int8 sum within 2^24: exact in fp32, in any order */
 static void int8_tile(const gmm_plan *p, const gmm_group *g, int64_t i0, int64_t rows, int64_t j0, int64_t cols,
-                      float *buf) {
-    int32_t *acc = (int32_t *)(void *)buf;
+                      float *buf, float *abuf, float *bbuf, int32_t *acc) {
     memset(acc, 0, (size_t)(rows * cols) * 4);
-    const bool axpy = g->a.uniform && g->b.uniform && g->b.cs == 1; /* weight rows contiguous over N */
-    for (int64_t i = 0; i < rows; i++) {
-        uint32_t *r = (uint32_t *)(acc + i * cols);
-        if (axpy) {
-            const int8_t *xr = (const int8_t *)mat_at(&g->a, i0 + i, 0);
-            for (int64_t k = 0; k < g->k; k++) {
-                const int32_t a = xr[k * g->a.cs];
-                if (a == 0) continue;
-                const int8_t *wr = (const int8_t *)mat_at(&g->b, k, j0);
-                for (int64_t j = 0; j < cols; j++) r[j] += (uint32_t)(a * (int32_t)wr[j]);
-            }
-        } else {
-            for (int64_t j = 0; j < cols; j++) {
-                uint32_t sum = 0;
-                for (int64_t k = 0; k < g->k; k++)
-                    sum += (uint32_t)((int32_t) * (const int8_t *)mat_at(&g->a, i0 + i, k) *
-                                      (int32_t) * (const int8_t *)mat_at(&g->b, k, j0 + j));
-                r[j] = sum;
-            }
-        }
-        if (g->bias)
+    /* K in chunks of INT8_KC: each chunk's sums through the BLAS's fp32 GEMM (the int8 values widened
+     * exactly; every partial sum an integer within 2^24, so exact whatever the BLAS's order or FMA),
+     * then added in int32 */
+    for (int64_t k0 = 0; k0 < g->k; k0 += INT8_KC) {
+        const int64_t kc = g->k - k0 < INT8_KC ? g->k - k0 : INT8_KC;
+        pack(&g->a, i0, rows, k0, kc, abuf);
+        pack(&g->b, k0, kc, j0, cols, bbuf);
+        mf_sgemm(rows, cols, kc, abuf, kc, 1, bbuf, cols, 1, 0.0f, buf, cols);
+        for (int64_t i = 0; i < rows * cols; i++) acc[i] = (int32_t)((uint32_t)acc[i] + (uint32_t)(int32_t)buf[i]);
+    }
+    if (g->bias)
+        for (int64_t i = 0; i < rows; i++)
             for (int64_t j = 0; j < cols; j++) {
                 int32_t b;
                 memcpy(&b, g->bias + (j0 + j) * g->bias_s * 4, 4);
-                r[j] += (uint32_t)b;
+                acc[i * cols + j] = (int32_t)((uint32_t)acc[i * cols + j] + (uint32_t)b);
             }
-    }
     if (p->quant == GMM_Q_INT32) {
         for (int64_t i = 0; i < rows; i++)
             for (int64_t j = 0; j < cols; j++) memcpy((char *)mat_at(&g->c, i0 + i, j0 + j), &acc[i * cols + j], 4);
@@ -442,7 +433,7 @@ static void gmm_tile(const gmm_ctx *c, int64_t tile, float *sc, int64_t *cached)
     const int64_t rows = g->m - i0 < sh->mt ? g->m - i0 : sh->mt, cols = g->n - j0 < sh->nt ? g->n - j0 : sh->nt;
     float *cbuf = sc, *abuf = sc + sh->sm * sh->sn, *bbuf = abuf + (p->pack_a ? sh->sm * sh->ka : 0);
     if (p->quant != GMM_Q_NONE) {
-        int8_tile(p, g, i0, rows, j0, cols, cbuf);
+        int8_tile(p, g, i0, rows, j0, cols, cbuf, abuf, bbuf, (int32_t *)(void *)(bbuf + sh->ka * sh->sn));
         return;
     }
     if (g->zero) { /* (an accumulating call has no tiles for it) */

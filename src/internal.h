@@ -182,6 +182,8 @@ typedef enum {
     MF_OP_DYNAMIC_QUANT_V2 = 38,
     MF_OP_DYNAMIC_QUANT_V3 = 39,
     MF_OP_DYNAMIC_QUANT_V4 = 40,
+    MF_OP_GROUPED_MATMUL_SWIGLU_QUANT = 41, /* aclnnGroupedMatmulSwigluQuant (SPEC 11) */
+    MF_OP_GROUPED_MATMUL_SWIGLU_QUANT_WEIGHT_NZ = 42,
     MF_OP_KIND_END /* one past the last kind: keep it last (tests/test_registry.c walks 1..END-1) */
 } mf_op_kind;
 /* The most tensors (inputs + outputs) an operator's signature has. */

@@ -51,6 +51,8 @@ _SIGNATURES = {
     "aclnnDynamicQuantV2": [_vp, _vp, _vp, _i64, _vp, _vp, _vp],
     "aclnnDynamicQuantV3": [_vp, _vp, _vp, _i64, _bool, ctypes.c_char_p, _vp, _vp, _vp],
     "aclnnDynamicQuantV4": [_vp, _vp, _vp, _i64, _bool, ctypes.c_char_p, _f32, _vp, _vp, _vp],
+    "aclnnGroupedMatmulSwigluQuant": [_vp] * 10,
+    "aclnnGroupedMatmulSwigluQuantWeightNZ": [_vp] * 10,
 }
 
 POISON_OUTPUTS = False  # tests: fill fresh floating outputs with NaN before the library writes

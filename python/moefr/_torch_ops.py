@@ -25,7 +25,7 @@ in SKIPPED."""
 import torch
 
 from . import _npu_gating, _npu_gating_topk, _npu_gmm, _npu_gmm_add, _npu_init_routing, _npu_init_routing_quant
-from . import _npu_quant
+from . import _npu_quant, _npu_gmm_fused
 from . import _npu_init_routing_v2, _npu_mlp, _npu_permute, _npu_re_routing, _npu_routing_map
 from . import _routing
 
@@ -441,6 +441,17 @@ npu("npu_dynamic_quant(Tensor input, *, Tensor? smooth_scales=None, Tensor? grou
 npu("npu_dynamic_quant_asymmetric(Tensor input, *, Tensor? smooth_scales=None, Tensor? group_index=None, "
     "int? dst_type=None, str quant_mode=\"pertoken\", float dst_type_max=0.0) -> (Tensor, Tensor, Tensor)",
     _npu_quant.npu_dynamic_quant_asymmetric, _fake_dynamic_quant_asymmetric)
+
+
+def _fake_grouped_matmul_swiglu_quant(x, weight, group_list, weight_scale, x_scale, *, bias=None, offset=None):
+    # op-plugin's meta: (x.size(0), weight_scale.size(-1) // 2) int8, (x.size(0),) float32, () float32
+    m, n = x.size(0), weight_scale.size(-1)
+    return _empty((m, n // 2), torch.int8, x), _empty((m,), torch.float32, x), _empty((), torch.float32, x)
+
+
+npu("npu_grouped_matmul_swiglu_quant(Tensor x, Tensor weight, Tensor group_list, Tensor weight_scale, "
+    "Tensor x_scale, *, Tensor? bias=None, Tensor? offset=None) -> (Tensor, Tensor, Tensor)",
+    _npu_gmm_fused.npu_grouped_matmul_swiglu_quant, _fake_grouped_matmul_swiglu_quant)
 
 
 def _compute_expert_tokens_cpu(sorted_expert_for_source_row, num_expert):

@@ -94,6 +94,8 @@ OP_PLUGIN = [
     "str quant_mode=\"pertoken\", float dst_type_max=0.0) -> (Tensor, Tensor)",
     "npu_dynamic_quant_asymmetric(Tensor input, *, Tensor? smooth_scales=None, Tensor? group_index=None, "
     "int? dst_type=None, str quant_mode=\"pertoken\", float dst_type_max=0.0) -> (Tensor, Tensor, Tensor)",
+    "npu_grouped_matmul_swiglu_quant(Tensor x, Tensor weight, Tensor group_list, Tensor weight_scale, "
+    "Tensor x_scale, *, Tensor? bias=None, Tensor? offset=None) -> (Tensor, Tensor, Tensor)",
 ]
 
 
@@ -173,6 +175,15 @@ class OpCheck(unittest.TestCase):
         if not os.environ.get("MOEFR_SOC"):  # pertensor / perchannel: aclnnDynamicQuantV4, Ascend 950 only
             self.check(torch.ops.npu.npu_dynamic_quant_asymmetric.default, (xq,), dict(quant_mode="perchannel"))
             self.check(torch.ops.npu.npu_dynamic_quant_asymmetric.default, (xq,), dict(quant_mode="pertensor"))
+
+    def test_grouped_matmul_swiglu_quant(self):
+        E, M, K, N = 3, 10, 24, 32
+        x = torch.randint(-128, 128, (M, K), dtype=torch.int8)
+        w = torch.randint(-128, 128, (E, K, N), dtype=torch.int8)
+        args = (x, w, torch.tensor([4, 4, 9]), torch.rand(E, N) * 0.01, torch.rand(M) * 0.1)
+        self.check(torch.ops.npu.npu_grouped_matmul_swiglu_quant.default, args)
+        self.check(torch.ops.npu.npu_grouped_matmul_swiglu_quant.default,
+                   args[:3] + (args[3].bfloat16(), args[4]))
 
     def test_permute(self):
         N, K, E, H = 6, 3, 4, 5

@@ -21,6 +21,8 @@
 #include "ops/opdef.h"
 
 #define INVALID ACLNN_ERR_PARAM_INVALID
+/* rows a worker takes at once (and sums together when they share a group) */
+#define ROWS_PER_TAKE 8
 
 /* the signature's tensors, in order */
 enum { T_X, T_W, T_BIAS, T_OFFSET, T_WS, T_XS, T_GL, T_OUT, T_OS, T_OO, T_N };
@@ -180,7 +182,7 @@ static aclnnStatus plan_common(const mf_op_def *def, const aclTensor *const *t, 
     p.L = t[T_GL]->dims[0];
     p.ws_dtype = t[T_WS]->dtype;
     p.hp = (p.N / 2 + SG_WMAX - 1) / SG_WMAX * SG_WMAX;
-    p.scratch = (int64_t)(((uint64_t)p.N * 4 + 63) & ~(uint64_t)63) + 3 * p.hp * 4 + 64;
+    p.scratch = (int64_t)(((uint64_t)(ROWS_PER_TAKE * p.N) * 4 + 63) & ~(uint64_t)63) + 3 * p.hp * 4 + 64;
     p.workers = mf_num_threads();
     if (p.workers < 1) p.workers = 1;
     const uint64_t ws = mf_workspace_with_slack((uint64_t)p.workers * (uint64_t)p.scratch);
@@ -198,7 +200,6 @@ typedef struct gsq_ctx {
     atomic_llong next;
 } gsq_ctx;
 
-#define ROWS_PER_TAKE 4
 
 static int8_t to_int8(float v) {
     /* Cast fp32 -> fp16 (CAST_RINT), then fp16 -> int8 (CAST_RINT), as
@@ -210,28 +211,42 @@ static int8_t to_int8(float v) {
     return (int8_t)rintf(h);
 }
 
-static void one_row(const gsq_ctx *c, int64_t r, int64_t g, char *sc) {
+/* The exact int32 sums of rows [r0, r0 + nr) of group g into acc (nr x N):
+ * column blocks of COLS_PER_BLOCK, each weight row of a block read once for
+ * all nr rows (the rows' accumulators stay in L1). */
+#define COLS_PER_BLOCK 512
+static void sums(const gsq_ctx *c, int64_t r0, int64_t nr, int64_t g, int32_t *acc) {
     const gsq_plan *p = c->p;
-    const aclTensor *x = c->t[T_X], *w = c->t[T_W], *wst = c->t[T_WS], *xst = c->t[T_XS];
-    const aclTensor *out = c->t[T_OUT], *os = c->t[T_OS];
-    const int64_t N = p->N, K = p->K, h = N / 2;
-    int32_t *acc = (int32_t *)(void *)sc;
-    float *a = (float *)(void *)(sc + (((uint64_t)N * 4 + 63) & ~(uint64_t)63));
-    float *b = a + p->hp, *o = b + p->hp;
-    /* exact int32 sums (the cube unit's; K < 65536 keeps them from wrapping) */
-    memset(acc, 0, (size_t)N * 4);
-    const int8_t *xr = (const int8_t *)mf_tensor_base(x) + r * x->strides[0];
+    const aclTensor *x = c->t[T_X], *w = c->t[T_W];
+    const int64_t N = p->N, K = p->K, xs0 = x->strides[0], xs1 = x->strides[1];
+    const int8_t *xb = (const int8_t *)mf_tensor_base(x) + r0 * xs0;
     const int8_t *wg = (const int8_t *)mf_tensor_base(w) + g * w->strides[0];
     const int64_t wk = w->strides[1], wn = w->strides[2];
-    for (int64_t k = 0; k < K; k++) {
-        const int32_t xv = xr[k * x->strides[1]];
-        if (xv == 0) continue;
-        const int8_t *wr = wg + k * wk;
-        if (wn == 1)
-            for (int64_t j = 0; j < N; j++) acc[j] += xv * (int32_t)wr[j];
-        else
-            for (int64_t j = 0; j < N; j++) acc[j] += xv * (int32_t)wr[j * wn];
+    memset(acc, 0, (size_t)(nr * N) * 4);
+    for (int64_t j0 = 0; j0 < N; j0 += COLS_PER_BLOCK) {
+        const int64_t cw = N - j0 < COLS_PER_BLOCK ? N - j0 : COLS_PER_BLOCK;
+        for (int64_t k = 0; k < K; k++) {
+            const int8_t *wr = wg + k * wk + j0 * wn;
+            for (int64_t r = 0; r < nr; r++) {
+                /* an int8 product fits int16 (|p| <= 16384): 16-bit multiplies, widened for the sum */
+                const int16_t xv = xb[r * xs0 + k * xs1];
+                if (xv == 0) continue;
+                int32_t *a = acc + r * N + j0;
+                if (wn == 1)
+                    for (int64_t j = 0; j < cw; j++) a[j] += (int16_t)(xv * (int16_t)wr[j]);
+                else
+                    for (int64_t j = 0; j < cw; j++) a[j] += (int16_t)(xv * (int16_t)wr[j * wn]);
+            }
+        }
     }
+}
+
+/* Row r of group g from its sums acc[0..N): dequant, SwiGlu, quant, stored. */
+static void finish_row(const gsq_ctx *c, int64_t r, int64_t g, const int32_t *acc, float *a) {
+    const gsq_plan *p = c->p;
+    const aclTensor *wst = c->t[T_WS], *xst = c->t[T_XS], *out = c->t[T_OUT], *os = c->t[T_OS];
+    const int64_t N = p->N, h = N / 2;
+    float *b = a + p->hp, *o = b + p->hp;
     /* Cast int32 -> fp32, Muls by the row's xScale, Mul by the group's weightScale (fp32 each) */
     float xs;
     memcpy(&xs, mf_tensor_base(xst) + r * xst->strides[0] * 4, 4);
@@ -263,18 +278,23 @@ static void one_row(const gsq_ctx *c, int64_t r, int64_t g, char *sc) {
 
 static void worker(void *ctxp, int64_t s0, int64_t s1) {
     gsq_ctx *c = ctxp;
-    const int64_t total = c->ends[c->p->L];
+    const gsq_plan *p = c->p;
+    const int64_t total = c->ends[p->L];
     for (int64_t s = s0; s < s1; s++) {
-        char *sc = mf_align64(c->scratch + s * c->p->scratch);
+        char *sc = mf_align64(c->scratch + s * p->scratch);
+        int32_t *acc = (int32_t *)(void *)sc;
+        float *f = (float *)(void *)(sc + (((uint64_t)(ROWS_PER_TAKE * p->N) * 4 + 63) & ~(uint64_t)63));
         for (;;) {
             const int64_t r0 = (int64_t)atomic_fetch_add(&c->next, ROWS_PER_TAKE);
             if (r0 >= total) break;
             const int64_t r1 = r0 + ROWS_PER_TAKE < total ? r0 + ROWS_PER_TAKE : total;
             int64_t g = 0;
-            while (c->ends[g + 1] <= r0) g++;
-            for (int64_t r = r0; r < r1; r++) {
-                while (c->ends[g + 1] <= r) g++;
-                one_row(c, r, g, sc);
+            for (int64_t a = r0; a < r1;) { /* the rows of each group in [r0, r1) */
+                while (c->ends[g + 1] <= a) g++;
+                const int64_t b = c->ends[g + 1] < r1 ? c->ends[g + 1] : r1;
+                sums(c, a, b - a, g, acc);
+                for (int64_t r = a; r < b; r++) finish_row(c, r, g, acc + (r - a) * p->N, f);
+                a = b;
             }
         }
     }

@@ -184,10 +184,12 @@ typedef enum {
     MF_OP_DYNAMIC_QUANT_V4 = 40,
     MF_OP_GROUPED_MATMUL_SWIGLU_QUANT = 41, /* aclnnGroupedMatmulSwigluQuant (SPEC 11) */
     MF_OP_GROUPED_MATMUL_SWIGLU_QUANT_WEIGHT_NZ = 42,
+    MF_OP_GROUPED_MATMUL_FINALIZE_ROUTING_WEIGHT_NZ = 43, /* aclnnGroupedMatmulFinalizeRoutingWeightNz */
+    MF_OP_GROUPED_MATMUL_FINALIZE_ROUTING_WEIGHT_NZ_V2 = 44,
     MF_OP_KIND_END /* one past the last kind: keep it last (tests/test_registry.c walks 1..END-1) */
 } mf_op_kind;
 /* The most tensors (inputs + outputs) an operator's signature has. */
-#define MF_EXEC_SLOTS 12
+#define MF_EXEC_SLOTS 13 /* aclnnGroupedMatmulFinalizeRoutingWeightNzV2: 12 inputs and out */
 /* Phase 2 of an operator: t[i] is the executor's copy of the i-th tensor of
  * the signature (inputs, then outputs), NULL for an absent optional one, with
  * its data address as the setters left it. */

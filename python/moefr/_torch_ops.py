@@ -454,6 +454,25 @@ npu("npu_grouped_matmul_swiglu_quant(Tensor x, Tensor weight, Tensor group_list,
     _npu_gmm_fused.npu_grouped_matmul_swiglu_quant, _fake_grouped_matmul_swiglu_quant)
 
 
+def _fake_grouped_matmul_finalize_routing(x, w, group_list, *, scale=None, bias=None, offset=None,
+                                          pertoken_scale=None, shared_input=None, logit=None, row_index=None,
+                                          dtype=None, shared_input_weight=1.0, shared_input_offset=0, output_bs=0,
+                                          group_list_type=1, tuning_config=None, x_dtype=None, w_dtype=None,
+                                          scale_dtype=None, pertoken_scale_dtype=None):
+    # op-plugin's meta: (output_bs or x.size(0), w.size(-1), times 8 for int32 w) float32
+    torch._check(x.dim() == 2 and w.dim() == 3, lambda: "x_dim should be 2 and w_dim should be 3.")
+    n = w.size(-1) * (8 if w.dtype == torch.int32 else 1)
+    return _empty((output_bs or x.size(0), n), torch.float32, x)
+
+
+npu("npu_grouped_matmul_finalize_routing(Tensor x, Tensor w, Tensor group_list, *, Tensor? scale=None, "
+    "Tensor? bias=None, Tensor? offset=None, Tensor? pertoken_scale=None, Tensor? shared_input=None, "
+    "Tensor? logit=None, Tensor? row_index=None, ScalarType? dtype=None, float? shared_input_weight=1.0, "
+    "int? shared_input_offset=0, int? output_bs=0, int? group_list_type=1, int[]? tuning_config=None, "
+    "int? x_dtype=None, int? w_dtype=None, int? scale_dtype=None, int? pertoken_scale_dtype=None) -> Tensor",
+    _npu_gmm_fused.npu_grouped_matmul_finalize_routing, _fake_grouped_matmul_finalize_routing)
+
+
 def _compute_expert_tokens_cpu(sorted_expert_for_source_row, num_expert):
     from . import torch_npu as _tn
     return _tn._npu_moe_compute_expert_tokens(sorted_expert_for_source_row, num_expert)

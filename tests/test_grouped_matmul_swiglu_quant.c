@@ -46,6 +46,7 @@ static int oracle_q(double v) {
 typedef struct sq_case {
     int64_t M, K, N, E, L;
     bool exact, wt, nz_entry;
+    bool extreme; /* exact, with x = -128 and act weights -128: sums beyond 2^24 over several K chunks */
     int sdt; /* weightScale dtype */
 } sq_case;
 
@@ -53,12 +54,16 @@ static void run_case(const sq_case *cs) {
     g_cases++;
     const int64_t M = cs->M, K = cs->K, N = cs->N, E = cs->E, L = cs->L, H = N / 2;
     int8_t *x = malloc((size_t)(M * K + 1)), *w = malloc((size_t)(E * K * N + 1));
-    for (int64_t i = 0; i < M * K; i++) x[i] = cs->exact ? (int8_t)tu_int(1, 3) : (int8_t)tu_int(-128, 127);
+    for (int64_t i = 0; i < M * K; i++)
+        x[i] = cs->extreme ? -128 : cs->exact ? (int8_t)tu_int(1, 3) : (int8_t)tu_int(-128, 127);
     /* w[e][k][n] at e*K*N + (wt ? n*K + k : k*N + n) */
     for (int64_t e = 0; e < E; e++)
         for (int64_t k = 0; k < K; k++)
             for (int64_t n = 0; n < N; n++) {
-                const int8_t v = cs->exact && n < H ? (int8_t)tu_int(1, 3) : (int8_t)tu_int(-128, 127);
+                const int8_t v = cs->extreme && n < H   ? -128
+                                 : cs->extreme        ? (int8_t)(tu_chance(50) ? -128 : 127)
+                                 : cs->exact && n < H ? (int8_t)tu_int(1, 3)
+                                                      : (int8_t)tu_int(-128, 127);
                 w[e * K * N + (cs->wt ? n * K + k : k * N + n)] = v;
             }
     const int fr = cs->sdt == ACL_FLOAT ? FR_F32 : cs->sdt == ACL_FLOAT16 ? FR_F16 : FR_BF16;
@@ -293,6 +298,13 @@ int main(void) {
         c.M = tu_int(0, 70), c.K = tu_int(1, 200), c.N = 2 * tu_int(1, 90);
         c.exact = it % 2 == 0, c.wt = tu_chance(30), c.nz_entry = tu_chance(30);
         c.sdt = sdts[it % 3];
+        c.extreme = false;
+        run_case(&c);
+    }
+    for (int it = 0; it < 4; it++) { /* K over several of the GEMM's 1024-term chunks, sums past 2^24 */
+        sq_case c = {tu_int(1, 6), tu_int(1000, 3100), 2 * tu_int(1, 9), tu_int(1, 2), 0, true, it % 2 == 1,
+                     it >= 2, true, sdts[it % 3]};
+        c.L = c.E;
         run_case(&c);
     }
     refusals();

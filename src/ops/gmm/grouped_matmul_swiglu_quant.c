@@ -16,13 +16,19 @@
 
 #include "aclnnop/aclnn_grouped_matmul_swiglu_quant.h"
 #include "aclnnop/aclnn_grouped_matmul_swiglu_quant_weight_nz.h"
+#include "blas/gemm.h"
 #include "ops/act/swiglu.h"
 #include "ops/common.h"
 #include "ops/opdef.h"
 
 #define INVALID ACLNN_ERR_PARAM_INVALID
-/* rows a worker takes at once (and sums together when they share a group) */
-#define ROWS_PER_TAKE 8
+/* rows a worker takes at once (and sums together when they share a group);
+ * the K chunk and the column block of each GEMM call (sums() below) */
+#define ROWS_PER_TAKE 64
+#define GSQ_KC 1024
+#define GSQ_NB 512
+/* n 4-byte values, rounded up to whole cache lines */
+static inline uint64_t gsq_bytes(int64_t n) { return ((uint64_t)n * 4 + 63) & ~(uint64_t)63; }
 
 /* the signature's tensors, in order */
 enum { T_X, T_W, T_BIAS, T_OFFSET, T_WS, T_XS, T_GL, T_OUT, T_OS, T_OO, T_N };
@@ -182,7 +188,8 @@ static aclnnStatus plan_common(const mf_op_def *def, const aclTensor *const *t, 
     p.L = t[T_GL]->dims[0];
     p.ws_dtype = t[T_WS]->dtype;
     p.hp = (p.N / 2 + SG_WMAX - 1) / SG_WMAX * SG_WMAX;
-    p.scratch = (int64_t)(((uint64_t)(ROWS_PER_TAKE * p.N) * 4 + 63) & ~(uint64_t)63) + 3 * p.hp * 4 + 64;
+    p.scratch = (int64_t)(gsq_bytes(ROWS_PER_TAKE * p.N) + gsq_bytes(3 * p.hp + ROWS_PER_TAKE * GSQ_KC +
+                                                                   GSQ_KC * GSQ_NB + ROWS_PER_TAKE * GSQ_NB)) + 64;
     p.workers = mf_num_threads();
     if (p.workers < 1) p.workers = 1;
     const uint64_t ws = mf_workspace_with_slack((uint64_t)p.workers * (uint64_t)p.scratch);
@@ -211,11 +218,13 @@ static int8_t to_int8(float v) {
     return (int8_t)rintf(h);
 }
 
-/* The exact int32 sums of rows [r0, r0 + nr) of group g into acc (nr x N):
- * column blocks of COLS_PER_BLOCK, each weight row of a block read once for
- * all nr rows (the rows' accumulators stay in L1). */
-#define COLS_PER_BLOCK 512
-static void sums(const gsq_ctx *c, int64_t r0, int64_t nr, int64_t g, int32_t *acc) {
+/* The exact int32 sums of rows [r0, r0 + nr) of group g into acc (nr x N),
+ * through the BLAS's fp32 GEMM (gemm.h): int8 values are exact in fp32, and
+ * over KC = 1024 terms every partial sum is an integer of magnitude at most
+ * 1024 * 128 * 128 = 2^24, so each chunk's product is exact whatever order or
+ * FMA the library uses; the chunks are summed in int32. x and the weight are
+ * widened chunk by chunk into the worker's scratch (a: nr x kc, b: kc x NB). */
+static void sums(const gsq_ctx *c, int64_t r0, int64_t nr, int64_t g, int32_t *acc, float *a, float *b, float *cb) {
     const gsq_plan *p = c->p;
     const aclTensor *x = c->t[T_X], *w = c->t[T_W];
     const int64_t N = p->N, K = p->K, xs0 = x->strides[0], xs1 = x->strides[1];
@@ -223,20 +232,23 @@ static void sums(const gsq_ctx *c, int64_t r0, int64_t nr, int64_t g, int32_t *a
     const int8_t *wg = (const int8_t *)mf_tensor_base(w) + g * w->strides[0];
     const int64_t wk = w->strides[1], wn = w->strides[2];
     memset(acc, 0, (size_t)(nr * N) * 4);
-    for (int64_t j0 = 0; j0 < N; j0 += COLS_PER_BLOCK) {
-        const int64_t cw = N - j0 < COLS_PER_BLOCK ? N - j0 : COLS_PER_BLOCK;
-        for (int64_t k = 0; k < K; k++) {
-            const int8_t *wr = wg + k * wk + j0 * wn;
-            for (int64_t r = 0; r < nr; r++) {
-                /* an int8 product fits int16 (|p| <= 16384): 16-bit multiplies, widened for the sum */
-                const int16_t xv = xb[r * xs0 + k * xs1];
-                if (xv == 0) continue;
-                int32_t *a = acc + r * N + j0;
+    for (int64_t k0 = 0; k0 < K; k0 += GSQ_KC) {
+        const int64_t kc = K - k0 < GSQ_KC ? K - k0 : GSQ_KC;
+        for (int64_t r = 0; r < nr; r++)
+            for (int64_t k = 0; k < kc; k++) a[r * kc + k] = (float)xb[r * xs0 + (k0 + k) * xs1];
+        for (int64_t j0 = 0; j0 < N; j0 += GSQ_NB) {
+            const int64_t cw = N - j0 < GSQ_NB ? N - j0 : GSQ_NB;
+            for (int64_t k = 0; k < kc; k++) {
+                const int8_t *wr = wg + (k0 + k) * wk + j0 * wn;
+                float *br = b + k * cw;
                 if (wn == 1)
-                    for (int64_t j = 0; j < cw; j++) a[j] += (int16_t)(xv * (int16_t)wr[j]);
+                    for (int64_t j = 0; j < cw; j++) br[j] = (float)wr[j];
                 else
-                    for (int64_t j = 0; j < cw; j++) a[j] += (int16_t)(xv * (int16_t)wr[j * wn]);
+                    for (int64_t j = 0; j < cw; j++) br[j] = (float)wr[j * wn];
             }
+            mf_sgemm(nr, cw, kc, a, kc, 1, b, cw, 1, 0.0f, cb, cw);
+            for (int64_t r = 0; r < nr; r++)
+                for (int64_t j = 0; j < cw; j++) acc[r * N + j0 + j] += (int32_t)cb[r * cw + j];
         }
     }
 }
@@ -283,18 +295,19 @@ static void worker(void *ctxp, int64_t s0, int64_t s1) {
     for (int64_t s = s0; s < s1; s++) {
         char *sc = mf_align64(c->scratch + s * p->scratch);
         int32_t *acc = (int32_t *)(void *)sc;
-        float *f = (float *)(void *)(sc + (((uint64_t)(ROWS_PER_TAKE * p->N) * 4 + 63) & ~(uint64_t)63));
+        float *f = (float *)(void *)(sc + gsq_bytes(ROWS_PER_TAKE * p->N));
+        float *a = f + 3 * p->hp, *b = a + ROWS_PER_TAKE * GSQ_KC, *cb = b + GSQ_KC * GSQ_NB;
         for (;;) {
             const int64_t r0 = (int64_t)atomic_fetch_add(&c->next, ROWS_PER_TAKE);
             if (r0 >= total) break;
             const int64_t r1 = r0 + ROWS_PER_TAKE < total ? r0 + ROWS_PER_TAKE : total;
             int64_t g = 0;
-            for (int64_t a = r0; a < r1;) { /* the rows of each group in [r0, r1) */
-                while (c->ends[g + 1] <= a) g++;
-                const int64_t b = c->ends[g + 1] < r1 ? c->ends[g + 1] : r1;
-                sums(c, a, b - a, g, acc);
-                for (int64_t r = a; r < b; r++) finish_row(c, r, g, acc + (r - a) * p->N, f);
-                a = b;
+            for (int64_t lo = r0; lo < r1;) { /* the rows of each group in [r0, r1) */
+                while (c->ends[g + 1] <= lo) g++;
+                const int64_t hi = c->ends[g + 1] < r1 ? c->ends[g + 1] : r1;
+                sums(c, lo, hi - lo, g, acc, a, b, cb);
+                for (int64_t r = lo; r < hi; r++) finish_row(c, r, g, acc + (r - lo) * p->N, f);
+                lo = hi;
             }
         }
     }

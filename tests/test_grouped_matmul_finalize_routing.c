@@ -235,6 +235,12 @@ int main(void) {
         c.bf16_scale = tu_chance(40), c.row32 = tu_chance(40), c.sw = (float)(tu_unit() * 2);
         run_case(&c);
     }
+    for (int it = 0; it < 3; it++) { /* K over two of the GEMM's 1024-term chunks (sums stay exact in fp32) */
+        fr_case c = {tu_int(1, 8), 16 * tu_int(65, 130), 256, tu_int(1, 2), 1, 1, 0,
+                     true, it == 1, false, it == 2, it == 0, false, true, 1.0f};
+        c.bs = tu_int(1, c.M);
+        run_case(&c);
+    }
     refusals();
     printf("test_grouped_matmul_finalize_routing: %d cases, %lld output elements compared, %d failures\n", g_cases,
            g_elems, g_fail);

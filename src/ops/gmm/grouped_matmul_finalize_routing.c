@@ -15,11 +15,18 @@
 
 #include "aclnnop/aclnn_grouped_matmul_finalize_routing_weight_nz.h"
 #include "aclnnop/aclnn_grouped_matmul_finalize_routing_weight_nz_v2.h"
+#include "blas/gemm.h"
 #include "ops/common.h"
 #include "ops/opdef.h"
 
 #define INVALID ACLNN_ERR_PARAM_INVALID
 #define NULLPTR ACLNN_ERR_PARAM_NULLPTR
+/* phase 2's blocking */
+#define CB 256   /* output columns a work unit owns */
+#define RB 64    /* rows summed together */
+#define KC 1024  /* the K chunk of one GEMM call: exact in fp32 (see sums) */
+/* a worker's scratch: acc (RB x CB int32), A (RB x KC), B (KC x CB), C (RB x CB) fp32 */
+#define SCRATCH_FLOATS ((int64_t)RB * CB + RB * KC + KC * CB + RB * CB)
 
 /* roles: V2's signature order */
 enum { R_X, R_W, R_SCALE, R_BIAS, R_OFFSET, R_AQS, R_AQO, R_PT, R_GL, R_SHARED, R_LOGIT, R_ROW, R_OUT, R_N };
@@ -209,18 +216,18 @@ static aclnnStatus plan_common(const mf_op_def *def, const int8_t *at, const acl
     /* offset (A8W4) and the antiquant arguments are not read */
     unsigned unused = 0;
     if (at[R_OFFSET] >= 0) unused |= 1u << at[R_OFFSET] | 1u << at[R_AQS] | 1u << at[R_AQO];
-    const uint64_t ws = mf_workspace_with_slack((uint64_t)(2 * E + 2) * 8 + (uint64_t)p.workers * 64 * 4 * 9 + 4096);
+    const uint64_t ws =
+        mf_workspace_with_slack((uint64_t)(E + 1) * 8 + 64 + (uint64_t)p.workers * ((uint64_t)SCRATCH_FLOATS * 4 + 64));
     return mf_op_publish(def, slots, unused, &p, sizeof p, run, ws, workspaceSize, executor);
 }
 
 /* ---- phase 2 ---- */
-#define CB 64  /* output columns a work unit owns */
-#define RB 8   /* rows summed together */
 
 typedef struct gfr_ctx {
     const gfr_plan *p;
     const aclTensor *t[R_N];
     const int64_t *ends;
+    float *scratch;
     atomic_llong next;
 } gfr_ctx;
 
@@ -247,13 +254,41 @@ static int64_t row_of(const aclTensor *ri, int64_t m) {
     return v;
 }
 
-static void unit(const gfr_ctx *c, int64_t u) {
+/* The exact int32 sums of rows [r0, r0 + nr) of group g over columns [j0, j0 + cw) into acc
+ * (nr x CB), through the BLAS's fp32 GEMM in K chunks of KC: int8 values are exact in fp32 and
+ * every partial sum of a chunk is an integer within 1024 * 2^14 = 2^24, so each chunk's product
+ * is exact in any order; the chunks are added in int32. */
+static void sums(const gfr_ctx *c, int64_t g, int64_t r0, int64_t nr, int64_t j0, int64_t cw, int32_t *acc, float *a,
+                 float *b, float *cb) {
     const gfr_plan *p = c->p;
-    const aclTensor *x = c->t[R_X], *w = c->t[R_W], *sc = c->t[R_SCALE], *bias = c->t[R_BIAS], *pt = c->t[R_PT];
+    const aclTensor *x = c->t[R_X], *w = c->t[R_W];
+    const int8_t *xb = (const int8_t *)mf_tensor_base(x) + r0 * x->strides[0];
+    const int8_t *wg = (const int8_t *)mf_tensor_base(w) + g * w->strides[0] + j0 * w->strides[2];
+    const int64_t xs0 = x->strides[0], xs1 = x->strides[1], wk = w->strides[1], wn = w->strides[2];
+    memset(acc, 0, sizeof(int32_t) * (size_t)(RB * CB));
+    for (int64_t k0 = 0; k0 < p->K; k0 += KC) {
+        const int64_t kc = p->K - k0 < KC ? p->K - k0 : KC;
+        for (int64_t r = 0; r < nr; r++)
+            for (int64_t k = 0; k < kc; k++) a[r * kc + k] = (float)xb[r * xs0 + (k0 + k) * xs1];
+        for (int64_t k = 0; k < kc; k++) {
+            const int8_t *wr = wg + (k0 + k) * wk;
+            for (int64_t j = 0; j < cw; j++) b[k * cw + j] = (float)wr[j * wn];
+        }
+        mf_sgemm(nr, cw, kc, a, kc, 1, b, cw, 1, 0.0f, cb, cw);
+        for (int64_t r = 0; r < nr; r++)
+            for (int64_t j = 0; j < cw; j++) acc[r * CB + j] += (int32_t)cb[r * cw + j];
+    }
+}
+
+static void unit(const gfr_ctx *c, int64_t u, float *sc) {
+    const gfr_plan *p = c->p;
+    const aclTensor *sca = c->t[R_SCALE], *bias = c->t[R_BIAS], *pt = c->t[R_PT];
     const aclTensor *sh = c->t[R_SHARED], *lg = c->t[R_LOGIT], *ri = c->t[R_ROW], *out = c->t[R_OUT];
     const int64_t j0 = u * CB, cw = p->N - j0 < CB ? p->N - j0 : CB;
     char *ob = mf_tensor_base(out);
     const int64_t os0 = out->strides[0], os1 = out->strides[1];
+    int32_t *acc = (int32_t *)(void *)sc;
+    float *a = sc + RB * CB, *b = a + RB * KC, *cb = b + KC * CB;
     /* the start: zeros, the shared rows fp32(bf16) * sharedInputWeight (Cast, Muls) */
     for (int64_t r = 0; r < p->bs; r++) {
         float *orow = (float *)(void *)(ob + r * os0 * 4);
@@ -261,29 +296,16 @@ static void unit(const gfr_ctx *c, int64_t u) {
         for (int64_t j = 0; j < cw; j++)
             orow[(j0 + j) * os1] = shared ? widen(sh, r - p->shared_off, j0 + j) * p->shared_w : 0.0f;
     }
-    int32_t acc[RB * CB];
     float s[CB], bv[CB];
-    const int8_t *xb = (const int8_t *)mf_tensor_base(x);
-    const int64_t xs0 = x->strides[0], xs1 = x->strides[1], wk = w->strides[1], wn = w->strides[2];
     for (int64_t g = 0; g < p->E; g++) {
         if (c->ends[g + 1] <= c->ends[g]) continue;
         for (int64_t j = 0; j < cw; j++) {
-            s[j] = widen(sc, g, j0 + j);
+            s[j] = widen(sca, g, j0 + j);
             bv[j] = bias ? widen(bias, g, j0 + j) : 0.0f;
         }
-        const int8_t *wg = (const int8_t *)mf_tensor_base(w) + g * w->strides[0] + j0 * wn;
         for (int64_t r0 = c->ends[g]; r0 < c->ends[g + 1]; r0 += RB) {
             const int64_t nr = c->ends[g + 1] - r0 < RB ? c->ends[g + 1] - r0 : RB;
-            memset(acc, 0, sizeof acc);
-            for (int64_t k = 0; k < p->K; k++) { /* exact int32 sums (int8 products fit int16) */
-                const int8_t *wr = wg + k * wk;
-                for (int64_t r = 0; r < nr; r++) {
-                    const int16_t xv = xb[(r0 + r) * xs0 + k * xs1];
-                    if (xv == 0) continue;
-                    int32_t *a = acc + r * CB;
-                    for (int64_t j = 0; j < cw; j++) a[j] += (int16_t)(xv * (int16_t)wr[j * wn]);
-                }
-            }
+            sums(c, g, r0, nr, j0, cw, acc, a, b, cb);
             for (int64_t r = 0; r < nr; r++) {
                 const int64_t m = r0 + r;
                 /* DataCopyPerTokenScale: logit * pertokenScale (or logit alone) */
@@ -291,8 +313,8 @@ static void unit(const gfr_ctx *c, int64_t u) {
                 float *orow = (float *)(void *)(ob + row_of(ri, m) * os0 * 4);
                 for (int64_t j = 0; j < cw; j++) {
                     float y = ((float)acc[r * CB + j] * s[j]) * k; /* AscendDequant, then Mul */
-                    if (bias) y = y + l * bv[j];                 /* + logit * bias (PerTokenScaleBrcb, Add) */
-                    orow[(j0 + j) * os1] += y;                   /* the atomic add, rows in order */
+                    if (bias) y = y + l * bv[j];                  /* + logit * bias (PerTokenScaleBrcb, Add) */
+                    orow[(j0 + j) * os1] += y;                    /* the atomic add, rows in order */
                 }
             }
         }
@@ -302,11 +324,13 @@ static void unit(const gfr_ctx *c, int64_t u) {
 static void worker(void *ctxp, int64_t s0, int64_t s1) {
     gfr_ctx *c = ctxp;
     const int64_t units = (c->p->N + CB - 1) / CB;
-    (void)s0, (void)s1;
-    for (;;) {
-        const int64_t u = (int64_t)atomic_fetch_add(&c->next, 1);
-        if (u >= units) break;
-        unit(c, u);
+    for (int64_t s = s0; s < s1; s++) {
+        float *sc = mf_align64(c->scratch + s * (SCRATCH_FLOATS + 16));
+        for (;;) {
+            const int64_t u = (int64_t)atomic_fetch_add(&c->next, 1);
+            if (u >= units) break;
+            unit(c, u, sc);
+        }
     }
 }
 
@@ -339,6 +363,7 @@ static aclnnStatus run(const void *plan, const aclTensor *const *slots, void *wo
                            (long long)r, (long long)p->bs);
     }
     c.ends = ends;
+    c.scratch = mf_align64(ends + p->E + 1);
     atomic_init(&c.next, 0);
     const int64_t units = (p->N + CB - 1) / CB;
     mf_parallel_for(units < p->workers ? units : p->workers, worker, &c, 2);

@@ -1094,6 +1094,54 @@ static bool mk_dq2(fz_in *in, rng *r, fo_prob *p) {
     return true;
 }
 
+/* GroupedMatmulFinalizeRoutingWeightNz (A8W8, ND int8 x2): (x1 (M, K), x2 (E, K, N), scale (E, N) FLOAT,
+ * bias, pertokenScale (M), groupList (E) counts or ends, sharedInput (S, N) BF16, logit (M), rowIndex (M)
+ * INT64 | out (bs, N) FLOAT). The oracle follows the kernel's fp32 steps (each rounded once from double):
+ * out = 0 and the shared rows times sharedInputWeight, then per row (fp32(acc) * scale) * (logit *
+ * pertoken) added into out[rowIndex] in row order; bits compare. */
+static float fo_f32(double v) { return (float)v; }
+static bool mk_gfr(fz_in *in, rng *r, fo_prob *p) {
+    const int64_t M = fz_range(in, 1, 8), K = 16 * fz_range(in, 1, 2), N = 256, E = fz_range(in, 1, 3);
+    const int64_t bs = fz_range(in, 1, M), glt = fz_u8(in) & 1, S = fz_u8(in) & 1 ? fz_range(in, 1, bs) : 0;
+    const int64_t off = S ? fz_range(in, 0, bs - S) : 0;
+    const bool pt = fz_u8(in) & 1;
+    int64_t size[3], left = M;
+    for (int64_t e = 0; e < E; e++) left -= size[e] = fz_range(in, 0, left);
+    int8_t *x = (int8_t *)fo_new(p, 0, ACL_INT8, 2, M, K, 0), *w = (int8_t *)fo_new(p, 1, ACL_INT8, 3, E, K, N);
+    for (int64_t i = 0; i < M * K; i++) x[i] = (int8_t)rnext(r);
+    for (int64_t i = 0; i < E * K * N; i++) w[i] = (int8_t)rnext(r);
+    fill_small(r, ACL_FLOAT, fo_new(p, 2, ACL_FLOAT, 2, E, N, 0), E * N);
+    if (pt) fill_small(r, ACL_FLOAT, fo_new(p, 4, ACL_FLOAT, 1, M, 0, 0), M);
+    uint8_t *gl = fo_new(p, 5, ACL_INT64, 1, E, 0, 0);
+    int64_t run = 0;
+    for (int64_t e = 0; e < E; e++) put_idx(ACL_INT64, gl, e, glt ? size[e] : (run += size[e]));
+    if (S) fill_small(r, ACL_BF16, fo_new(p, 6, ACL_BF16, 2, S, N, 0), S * N);
+    fill_small(r, ACL_FLOAT, fo_new(p, 7, ACL_FLOAT, 1, M, 0, 0), M);
+    uint8_t *ri = fo_new(p, 8, ACL_INT64, 1, M, 0, 0);
+    for (int64_t m = 0; m < M; m++) put_idx(ACL_INT64, ri, m, rrange(r, 0, bs - 1));
+    fo_new(p, 9, ACL_FLOAT, 2, bs, N, 0);
+    const float sw = (float)(rrange(r, 0, 8) / 4.0);
+    float *y = (float *)(void *)fo_want(p, 9);
+    for (int64_t i = 0; i < bs * N; i++)
+        y[i] = S && i / N >= off && i / N < off + S ? fo_f32(fr_decode(ACL_BF16, p->t[6].data, i - off * N) * sw) : 0.0f;
+    int64_t m = 0;
+    for (int64_t e = 0; e < E; e++)
+        for (int64_t i = 0; i < size[e]; i++, m++) {
+            const float l = (float)fr_decode(ACL_FLOAT, p->t[7].data, m);
+            const float k = pt ? fo_f32((double)l * fr_decode(ACL_FLOAT, p->t[4].data, m)) : l;
+            int64_t row;
+            memcpy(&row, ri + m * 8, 8);
+            for (int64_t n = 0; n < N; n++) {
+                int64_t acc = 0;
+                for (int64_t q = 0; q < K; q++) acc += (int64_t)x[m * K + q] * w[(e * K + q) * N + n];
+                const float v = fo_f32((double)fo_f32((double)(float)acc * fr_decode(ACL_FLOAT, p->t[2].data, e * N + n)) * k);
+                y[row * N + n] = fo_f32((double)y[row * N + n] + v);
+            }
+        }
+    p->a[0].i = 0, p->a[1].d = sw, p->a[2].i = off, p->a[3].i = 0, p->a[4].i = 0, p->a[5].i = glt;
+    return true;
+}
+
 typedef bool (*mk_fn)(fz_in *in, rng *r, fo_prob *p);
 /* One row per operator: its aclnn name and how to make a valid small problem
  * with its oracle (NULL: hostile descriptors and data only, as for an
@@ -1126,6 +1174,7 @@ static const struct {
     {"aclnnGroupedMatmulAdd", mk_gmma},
     {"aclnnGroupedMatmulAddV2", mk_gmma2},
     {"aclnnDynamicQuantV2", mk_dq2},
+    {"aclnnGroupedMatmulFinalizeRoutingWeightNz", mk_gfr},
 };
 static mk_fn row_of(const char *name) {
     for (size_t i = 0; i < sizeof ROWS / sizeof ROWS[0]; i++)

@@ -224,6 +224,29 @@ static void refusals(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) refusal(&cases[i]);
 }
 
+/* an out whose rows share memory (stride 0): refused before anything runs (moefr's rule) */
+static void overlapping_out(void) {
+    const int64_t M = 4, K = 16, N = 256, E = 1;
+    unsigned char *buf = calloc(1, 1 << 14);
+    float *ob = (float *)(void *)tu_poisoned((size_t)N * 4);
+    int64_t glv[1] = {4}, rows[4] = {0, 1, 2, 3};
+    const int64_t xd[2] = {M, K}, wd[3] = {E, K, N}, en[2] = {E, N}, md[1] = {M}, gd[1] = {1}, od[2] = {M, N};
+    const int64_t ost[2] = {0, 1}, osd[1] = {N};
+    aclTensor *x = tu_tensor(xd, 2, ACL_INT8, buf), *w = tu_tensor(wd, 3, ACL_INT8, buf);
+    aclTensor *s = tu_tensor(en, 2, ACL_FLOAT, buf), *gl = tu_tensor(gd, 1, ACL_INT64, glv);
+    aclTensor *lg = tu_tensor(md, 1, ACL_FLOAT, buf), *ri = tu_tensor(md, 1, ACL_INT64, rows);
+    aclTensor *o = aclCreateTensor(od, 2, ACL_FLOAT, ost, 0, ACL_FORMAT_ND, osd, 1, ob);
+    uint64_t ws = 0;
+    aclOpExecutor *ex = NULL;
+    aclnnStatus rc = aclnnGroupedMatmulFinalizeRoutingWeightNzGetWorkspaceSize(x, w, s, NULL, NULL, gl, NULL, lg, ri, 0,
+                                                                               1.0f, 0, false, false, 1, o, &ws, &ex);
+    CHECK(rc == ACLNN_ERR_PARAM_INVALID && ex == NULL && tu_msg_has("out has elements that share memory", NULL),
+          "overlapping out: %d (%s)", rc, tu_msg());
+    CHECK(tu_all_poison((unsigned char *)ob, (size_t)N * 4), "overlapping out written");
+    tu_destroy(x), tu_destroy(w), tu_destroy(s), tu_destroy(gl), tu_destroy(lg), tu_destroy(ri), tu_destroy(o);
+    free(buf), free(ob);
+}
+
 int main(void) {
     tu_seed("test_grouped_matmul_finalize_routing");
     for (int it = 0; it < 30; it++) {
@@ -242,6 +265,7 @@ int main(void) {
         run_case(&c);
     }
     refusals();
+    overlapping_out();
     printf("test_grouped_matmul_finalize_routing: %d cases, %lld output elements compared, %d failures\n", g_cases,
            g_elems, g_fail);
     return g_fail ? 1 : 0;

@@ -264,6 +264,30 @@ static void refusals(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) refusal(&cases[i]);
 }
 
+/* an output whose rows share memory (stride 0): refused before anything runs (moefr's rule) */
+static void overlapping_output(void) {
+    const int64_t M = 4, K = 8, N = 4, E = 1, H = N / 2;
+    int8_t xb[32] = {1}, wb[32] = {1};
+    float sb[4] = {1, 1, 1, 1}, xsb[4] = {1, 1, 1, 1};
+    int64_t glv[1] = {4};
+    unsigned char *ob = tu_poisoned(8);
+    const int64_t xd[2] = {M, K}, wd[3] = {E, K, N}, sd[2] = {E, N}, md[1] = {M}, od[2] = {M, H}, gd[1] = {1};
+    const int64_t ost[2] = {0, 1}, osd[1] = {H};
+    float osb[4];
+    aclTensor *x = tu_tensor(xd, 2, ACL_INT8, xb), *w = tu_tensor(wd, 3, ACL_INT8, wb);
+    aclTensor *s = tu_tensor(sd, 2, ACL_FLOAT, sb), *xs = tu_tensor(md, 1, ACL_FLOAT, xsb);
+    aclTensor *gl = tu_tensor(gd, 1, ACL_INT64, glv), *os = tu_tensor(md, 1, ACL_FLOAT, osb);
+    aclTensor *o = aclCreateTensor(od, 2, ACL_INT8, ost, 0, ACL_FORMAT_ND, osd, 1, ob);
+    uint64_t ws = 0;
+    aclOpExecutor *ex = NULL;
+    aclnnStatus rc = aclnnGroupedMatmulSwigluQuantGetWorkspaceSize(x, w, NULL, NULL, s, xs, gl, o, os, NULL, &ws, &ex);
+    CHECK(rc == ACLNN_ERR_PARAM_INVALID && ex == NULL && tu_msg_has("output has elements that share memory", NULL),
+          "overlapping output: %d (%s)", rc, tu_msg());
+    CHECK(tu_all_poison(ob, (size_t)H), "overlapping output written");
+    tu_destroy(x), tu_destroy(w), tu_destroy(s), tu_destroy(xs), tu_destroy(gl), tu_destroy(os), tu_destroy(o);
+    free(ob);
+}
+
 /* empty problems: success, workspace 0, nothing written */
 static void empties(void) {
     for (int which = 0; which < 2; which++) {
@@ -308,6 +332,7 @@ int main(void) {
         run_case(&c);
     }
     refusals();
+    overlapping_output();
     empties();
     printf("test_grouped_matmul_swiglu_quant: %d cases, %lld output elements compared (%lld of %lld int8 the oracle's "
            "exactly), %d failures\n",

@@ -199,6 +199,10 @@ static aclnnStatus plan_common(const mf_op_def *def, const int8_t *at, const acl
                                (long long)M);
         }
     }
+    /* moefr's own rule: out is written in place by several workers, one value per element */
+    if (mf_self_overlaps(t[R_OUT]))
+        return mf_fail(INVALID, "%s: out has elements that share memory (a stride of 0, negative or shorter than the "
+                       "dims inside it); each output element needs its own place", op);
     /* no A8W8 kernel takes an INT64 (quant-parameter) scale: the A8W4 rows do */
     if (t[R_SCALE]->dtype == ACL_INT64)
         return mf_fail(INVALID, "%s: an INT64 scale with INT8 x2 has no A8W8 kernel (the A8W4 rows take it)", op);

@@ -172,6 +172,11 @@ static aclnnStatus plan_common(const mf_op_def *def, const aclTensor *const *t, 
                        mf_format_name(t[T_OUT]->format));
     if (t[T_W]->format != ACL_FORMAT_ND)
         return mf_fail(INVALID, "%s: weight format must be ND, got %s", op, mf_format_name(t[T_W]->format));
+    /* moefr's own rule: outputs are written in place by several workers, one value per element */
+    for (int i = T_OUT; i <= T_OS; i++)
+        if (mf_self_overlaps(t[i]))
+            return mf_fail(INVALID, "%s: %s has elements that share memory (a stride of 0, negative or shorter than "
+                           "the dims inside it); each output element needs its own place", op, NAMES[i]);
     gsq_plan p;
     memset(&p, 0, sizeof p);
     p.op = op;

@@ -1094,6 +1094,110 @@ static bool mk_dq2(fz_in *in, rng *r, fo_prob *p) {
     return true;
 }
 
+/* GroupedMatmulFinalizeRoutingWeightNz (A8W8, ND int8 x2): (x1 (M, K), x2 (E, K, N), scale (E, N) FLOAT,
+ * bias, pertokenScale (M), groupList (E) counts or ends, sharedInput (S, N) BF16, logit (M), rowIndex (M)
+ * INT64 | out (bs, N) FLOAT). The oracle follows the kernel's fp32 steps (each rounded once from double):
+ * out = 0 and the shared rows times sharedInputWeight, then per row (fp32(acc) * scale) * (logit *
+ * pertoken) added into out[rowIndex] in row order; bits compare. */
+static float fo_f32(double v) { return (float)v; }
+static bool mk_gfr(fz_in *in, rng *r, fo_prob *p) {
+    const int64_t M = fz_range(in, 1, 8), K = 16 * fz_range(in, 1, 2), N = 256, E = fz_range(in, 1, 3);
+    const int64_t bs = fz_range(in, 1, M), glt = fz_u8(in) & 1, S = fz_u8(in) & 1 ? fz_range(in, 1, bs) : 0;
+    const int64_t off = S ? fz_range(in, 0, bs - S) : 0;
+    const bool pt = fz_u8(in) & 1;
+    int64_t size[3], left = M;
+    for (int64_t e = 0; e < E; e++) left -= size[e] = fz_range(in, 0, left);
+    int8_t *x = (int8_t *)fo_new(p, 0, ACL_INT8, 2, M, K, 0), *w = (int8_t *)fo_new(p, 1, ACL_INT8, 3, E, K, N);
+    for (int64_t i = 0; i < M * K; i++) x[i] = (int8_t)rnext(r);
+    for (int64_t i = 0; i < E * K * N; i++) w[i] = (int8_t)rnext(r);
+    fill_small(r, ACL_FLOAT, fo_new(p, 2, ACL_FLOAT, 2, E, N, 0), E * N);
+    if (pt) fill_small(r, ACL_FLOAT, fo_new(p, 4, ACL_FLOAT, 1, M, 0, 0), M);
+    uint8_t *gl = fo_new(p, 5, ACL_INT64, 1, E, 0, 0);
+    int64_t run = 0;
+    for (int64_t e = 0; e < E; e++) put_idx(ACL_INT64, gl, e, glt ? size[e] : (run += size[e]));
+    if (S) fill_small(r, ACL_BF16, fo_new(p, 6, ACL_BF16, 2, S, N, 0), S * N);
+    fill_small(r, ACL_FLOAT, fo_new(p, 7, ACL_FLOAT, 1, M, 0, 0), M);
+    uint8_t *ri = fo_new(p, 8, ACL_INT64, 1, M, 0, 0);
+    for (int64_t m = 0; m < M; m++) put_idx(ACL_INT64, ri, m, rrange(r, 0, bs - 1));
+    fo_new(p, 9, ACL_FLOAT, 2, bs, N, 0);
+    const float sw = (float)(rrange(r, 0, 8) / 4.0);
+    float *y = (float *)(void *)fo_want(p, 9);
+    for (int64_t i = 0; i < bs * N; i++)
+        y[i] = S && i / N >= off && i / N < off + S ? fo_f32(fr_decode(ACL_BF16, p->t[6].data, i - off * N) * sw) : 0.0f;
+    int64_t m = 0;
+    for (int64_t e = 0; e < E; e++)
+        for (int64_t i = 0; i < size[e]; i++, m++) {
+            const float l = (float)fr_decode(ACL_FLOAT, p->t[7].data, m);
+            const float k = pt ? fo_f32((double)l * fr_decode(ACL_FLOAT, p->t[4].data, m)) : l;
+            int64_t row;
+            memcpy(&row, ri + m * 8, 8);
+            for (int64_t n = 0; n < N; n++) {
+                int64_t acc = 0;
+                for (int64_t q = 0; q < K; q++) acc += (int64_t)x[m * K + q] * w[(e * K + q) * N + n];
+                const float v = fo_f32((double)fo_f32((double)(float)acc * fr_decode(ACL_FLOAT, p->t[2].data, e * N + n)) * k);
+                y[row * N + n] = fo_f32((double)y[row * N + n] + v);
+            }
+        }
+    p->a[0].i = 0, p->a[1].d = sw, p->a[2].i = off, p->a[3].i = 0, p->a[4].i = 0, p->a[5].i = glt;
+    return true;
+}
+
+/* GroupedMatmulSwigluQuant (A8W8, ND weight): (x (M, K), weight (E, K, N), -, -, weightScale (E, N) FLOAT,
+ * xScale (M), groupList (E) ends covering every row | output (M, N/2) int8, outputScale (M)). Every act value
+ * is made >= 20 (x, the act half of the weight and their scales positive), where swish(a) is a in fp32, so the
+ * oracle is exact: the kernel's fp32 steps rounded once from double, max / 127, its reciprocal, the quotient
+ * to fp16 then int8, both half to even; bits compare. */
+static double gsq_f16(double v) {
+    if (v != v || v == 0) return v;
+    int e;
+    frexp(v, &e);
+    const double step = ldexp(1.0, e - 1 >= -14 ? e - 11 : -24);
+    return nearbyint(v / step) * step;
+}
+static bool mk_gsq(fz_in *in, rng *r, fo_prob *p) {
+    const int64_t M = fz_range(in, 1, 6), K = fz_range(in, 1, 40), H = fz_range(in, 1, 20), N = 2 * H;
+    const int64_t E = fz_range(in, 1, 3);
+    int64_t ends[4] = {0}, left = M;
+    for (int64_t e = 0; e < E; e++) {
+        const int64_t sz = e == E - 1 ? left : fz_range(in, 0, left);
+        left -= sz;
+        ends[e + 1] = ends[e] + sz;
+    }
+    int8_t *x = (int8_t *)fo_new(p, 0, ACL_INT8, 2, M, K, 0), *w = (int8_t *)fo_new(p, 1, ACL_INT8, 3, E, K, N);
+    for (int64_t i = 0; i < M * K; i++) x[i] = (int8_t)rrange(r, 1, 3);
+    for (int64_t i = 0; i < E * K * N; i++) w[i] = i % N < H ? (int8_t)rrange(r, 1, 3) : (int8_t)rnext(r);
+    float *ws = (float *)(void *)fo_new(p, 4, ACL_FLOAT, 2, E, N, 0), *xs = (float *)(void *)fo_new(p, 5, ACL_FLOAT, 1, M, 0, 0);
+    for (int64_t i = 0; i < E * N; i++) ws[i] = i % N < H ? (float)(20 + rrange(r, 0, 64) / 8.0) : (float)((rrange(r, 0, 64) - 32) / 128.0);
+    for (int64_t m = 0; m < M; m++) xs[m] = (float)(1 + rrange(r, 0, 31) / 32.0);
+    uint8_t *gl = fo_new(p, 6, ACL_INT64, 1, E, 0, 0);
+    for (int64_t e = 0; e < E; e++) put_idx(ACL_INT64, gl, e, ends[e + 1]);
+    fo_new(p, 7, ACL_INT8, 2, M, H, 0);
+    fo_new(p, 8, ACL_FLOAT, 1, M, 0, 0);
+    int8_t *q = (int8_t *)fo_want(p, 7);
+    float *qs = (float *)(void *)fo_want(p, 8);
+    float c[40], sv[20];
+    for (int64_t e = 0; e < E; e++)
+        for (int64_t m = ends[e]; m < ends[e + 1]; m++) {
+            for (int64_t n = 0; n < N; n++) {
+                int64_t acc = 0;
+                for (int64_t k = 0; k < K; k++) acc += (int64_t)x[m * K + k] * w[(e * K + k) * N + n];
+                c[n] = fo_f32((double)fo_f32((double)(float)acc * xs[m]) * ws[e * N + n]);
+            }
+            float mx = 0;
+            for (int64_t j = 0; j < H; j++) {
+                sv[j] = fo_f32((double)c[j] * c[H + j]);
+                if (fabsf(sv[j]) > mx) mx = fabsf(sv[j]);
+            }
+            const float s = fo_f32(mx / 127.0), inv = fo_f32(1.0 / s);
+            qs[m] = s;
+            for (int64_t j = 0; j < H; j++) {
+                const double h = gsq_f16(fo_f32((double)sv[j] * inv));
+                q[m * H + j] = (int8_t)(h != h ? 0 : h >= 127 ? 127 : h <= -128 ? -128 : nearbyint(h));
+            }
+        }
+    return true;
+}
+
 typedef bool (*mk_fn)(fz_in *in, rng *r, fo_prob *p);
 /* One row per operator: its aclnn name and how to make a valid small problem
  * with its oracle (NULL: hostile descriptors and data only, as for an
@@ -1126,6 +1230,8 @@ static const struct {
     {"aclnnGroupedMatmulAdd", mk_gmma},
     {"aclnnGroupedMatmulAddV2", mk_gmma2},
     {"aclnnDynamicQuantV2", mk_dq2},
+    {"aclnnGroupedMatmulFinalizeRoutingWeightNz", mk_gfr},
+    {"aclnnGroupedMatmulSwigluQuant", mk_gsq},
 };
 static mk_fn row_of(const char *name) {
     for (size_t i = 0; i < sizeof ROWS / sizeof ROWS[0]; i++)

@@ -184,12 +184,16 @@ typedef enum {
     MF_OP_DYNAMIC_QUANT_V2 = 38,
     MF_OP_DYNAMIC_QUANT_V3 = 39,
     MF_OP_DYNAMIC_QUANT_V4 = 40,
-    MF_OP_TRANS_QUANT_PARAM_V2 = 41, /* aclnnTransQuantParamV2, ops-nn */
-    MF_OP_TRANS_QUANT_PARAM_V3 = 42,
+    MF_OP_GROUPED_MATMUL_SWIGLU_QUANT = 41, /* aclnnGroupedMatmulSwigluQuant (SPEC 11) */
+    MF_OP_GROUPED_MATMUL_SWIGLU_QUANT_WEIGHT_NZ = 42,
+    MF_OP_GROUPED_MATMUL_FINALIZE_ROUTING_WEIGHT_NZ = 43, /* aclnnGroupedMatmulFinalizeRoutingWeightNz */
+    MF_OP_GROUPED_MATMUL_FINALIZE_ROUTING_WEIGHT_NZ_V2 = 44,
+    MF_OP_TRANS_QUANT_PARAM_V2 = 45, /* aclnnTransQuantParamV2, ops-nn */
+    MF_OP_TRANS_QUANT_PARAM_V3 = 46,
     MF_OP_KIND_END /* one past the last kind: keep it last (tests/test_registry.c walks 1..END-1) */
 } mf_op_kind;
 /* The most tensors (inputs + outputs) an operator's signature has. */
-#define MF_EXEC_SLOTS 12
+#define MF_EXEC_SLOTS 13 /* aclnnGroupedMatmulFinalizeRoutingWeightNzV2: 12 inputs and out */
 /* Phase 2 of an operator: t[i] is the executor's copy of the i-th tensor of
  * the signature (inputs, then outputs), NULL for an absent optional one, with
  * its data address as the setters left it. */

@@ -52,6 +52,10 @@ _SIGNATURES = {
     "aclnnDynamicQuantV3": [_vp, _vp, _vp, _i64, _bool, ctypes.c_char_p, _vp, _vp, _vp],
     "aclnnDynamicQuantV4": [_vp, _vp, _vp, _i64, _bool, ctypes.c_char_p, _f32, _vp, _vp, _vp],
     "aclnnTransQuantParamV3": [_vp, _vp, _i64, _vp],
+    "aclnnGroupedMatmulSwigluQuant": [_vp] * 10,
+    "aclnnGroupedMatmulSwigluQuantWeightNZ": [_vp] * 10,
+    "aclnnGroupedMatmulFinalizeRoutingWeightNz": [_vp] * 9 + [_i64, _f32, _i64, _bool, _bool, _i64, _vp],
+    "aclnnGroupedMatmulFinalizeRoutingWeightNzV2": [_vp] * 12 + [_i64, _f32, _i64, _bool, _bool, _i64, _vp, _vp],
 }
 
 POISON_OUTPUTS = False  # tests: fill fresh floating outputs with NaN before the library writes

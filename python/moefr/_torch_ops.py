@@ -25,7 +25,7 @@ in SKIPPED."""
 import torch
 
 from . import _npu_gating, _npu_gating_topk, _npu_gmm, _npu_gmm_add, _npu_init_routing, _npu_init_routing_quant
-from . import _npu_quant
+from . import _npu_quant, _npu_gmm_fused
 from . import _npu_init_routing_v2, _npu_mlp, _npu_permute, _npu_re_routing, _npu_routing_map
 from . import _routing
 
@@ -451,6 +451,36 @@ npu("npu_dynamic_quant(Tensor input, *, Tensor? smooth_scales=None, Tensor? grou
 npu("npu_dynamic_quant_asymmetric(Tensor input, *, Tensor? smooth_scales=None, Tensor? group_index=None, "
     "int? dst_type=None, str quant_mode=\"pertoken\", float dst_type_max=0.0) -> (Tensor, Tensor, Tensor)",
     _npu_quant.npu_dynamic_quant_asymmetric, _fake_dynamic_quant_asymmetric)
+
+
+def _fake_grouped_matmul_swiglu_quant(x, weight, group_list, weight_scale, x_scale, *, bias=None, offset=None):
+    # op-plugin's meta: (x.size(0), weight_scale.size(-1) // 2) int8, (x.size(0),) float32, () float32
+    m, n = x.size(0), weight_scale.size(-1)
+    return _empty((m, n // 2), torch.int8, x), _empty((m,), torch.float32, x), _empty((), torch.float32, x)
+
+
+npu("npu_grouped_matmul_swiglu_quant(Tensor x, Tensor weight, Tensor group_list, Tensor weight_scale, "
+    "Tensor x_scale, *, Tensor? bias=None, Tensor? offset=None) -> (Tensor, Tensor, Tensor)",
+    _npu_gmm_fused.npu_grouped_matmul_swiglu_quant, _fake_grouped_matmul_swiglu_quant)
+
+
+def _fake_grouped_matmul_finalize_routing(x, w, group_list, *, scale=None, bias=None, offset=None,
+                                          pertoken_scale=None, shared_input=None, logit=None, row_index=None,
+                                          dtype=None, shared_input_weight=1.0, shared_input_offset=0, output_bs=0,
+                                          group_list_type=1, tuning_config=None, x_dtype=None, w_dtype=None,
+                                          scale_dtype=None, pertoken_scale_dtype=None):
+    # op-plugin's meta: (output_bs or x.size(0), w.size(-1), times 8 for int32 w) float32
+    torch._check(x.dim() == 2 and w.dim() == 3, lambda: "x_dim should be 2 and w_dim should be 3.")
+    n = w.size(-1) * (8 if w.dtype == torch.int32 else 1)
+    return _empty((output_bs or x.size(0), n), torch.float32, x)
+
+
+npu("npu_grouped_matmul_finalize_routing(Tensor x, Tensor w, Tensor group_list, *, Tensor? scale=None, "
+    "Tensor? bias=None, Tensor? offset=None, Tensor? pertoken_scale=None, Tensor? shared_input=None, "
+    "Tensor? logit=None, Tensor? row_index=None, ScalarType? dtype=None, float? shared_input_weight=1.0, "
+    "int? shared_input_offset=0, int? output_bs=0, int? group_list_type=1, int[]? tuning_config=None, "
+    "int? x_dtype=None, int? w_dtype=None, int? scale_dtype=None, int? pertoken_scale_dtype=None) -> Tensor",
+    _npu_gmm_fused.npu_grouped_matmul_finalize_routing, _fake_grouped_matmul_finalize_routing)
 
 
 def _compute_expert_tokens_cpu(sorted_expert_for_source_row, num_expert):

@@ -30,6 +30,7 @@ from ._npu_re_routing import npu_moe_re_routing
 from ._npu_init_routing_v2 import npu_moe_init_routing_v2
 from ._npu_init_routing_quant import npu_moe_init_routing_quant
 from ._npu_quant import npu_dynamic_quant, npu_dynamic_quant_asymmetric, npu_trans_quant_param
+from ._npu_gmm_fused import npu_grouped_matmul_swiglu_quant, npu_grouped_matmul_finalize_routing
 from ._npu_routing_map import (npu_moe_token_permute_with_routing_map, npu_moe_token_permute_with_routing_map_grad,
                                npu_moe_token_unpermute_with_routing_map, _npu_moe_token_unpermute_with_routing_map,
                                npu_moe_token_unpermute_with_routing_map_grad)
@@ -45,6 +46,7 @@ __all__ += ["npu_dynamic_quant", "npu_dynamic_quant_asymmetric", "npu_trans_quan
 __all__ += ["npu_moe_token_permute_with_routing_map", "npu_moe_token_permute_with_routing_map_grad", "npu_moe_token_unpermute_with_routing_map", "_npu_moe_token_unpermute_with_routing_map", "npu_moe_token_unpermute_with_routing_map_grad"]
 __all__ += ["npu_moe_gating_top_k", "npu_moe_gating_top_k_backward"]
 __all__ += ["npu_grouped_matmul_add", "npu_grouped_matmul_add_"]
+__all__ += ["npu_grouped_matmul_swiglu_quant", "npu_grouped_matmul_finalize_routing"]
 
 
 # --------------------------------------------------------------------------------------------

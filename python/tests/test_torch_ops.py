@@ -95,6 +95,13 @@ OP_PLUGIN = [
     "str quant_mode=\"pertoken\", float dst_type_max=0.0) -> (Tensor, Tensor)",
     "npu_dynamic_quant_asymmetric(Tensor input, *, Tensor? smooth_scales=None, Tensor? group_index=None, "
     "int? dst_type=None, str quant_mode=\"pertoken\", float dst_type_max=0.0) -> (Tensor, Tensor, Tensor)",
+    "npu_grouped_matmul_swiglu_quant(Tensor x, Tensor weight, Tensor group_list, Tensor weight_scale, "
+    "Tensor x_scale, *, Tensor? bias=None, Tensor? offset=None) -> (Tensor, Tensor, Tensor)",
+    "npu_grouped_matmul_finalize_routing(Tensor x, Tensor w, Tensor group_list, *, Tensor? scale=None, "
+    "Tensor? bias=None, Tensor? offset=None, Tensor? pertoken_scale=None, Tensor? shared_input=None, "
+    "Tensor? logit=None, Tensor? row_index=None, ScalarType? dtype=None, float? shared_input_weight=1.0, "
+    "int? shared_input_offset=0, int? output_bs=0, int? group_list_type=1, int[]? tuning_config=None, "
+    "int? x_dtype=None, int? w_dtype=None, int? scale_dtype=None, int? pertoken_scale_dtype=None) -> Tensor",
 ]
 
 
@@ -174,6 +181,26 @@ class OpCheck(unittest.TestCase):
         if not os.environ.get("MOEFR_SOC"):  # pertensor / perchannel: aclnnDynamicQuantV4, Ascend 950 only
             self.check(torch.ops.npu.npu_dynamic_quant_asymmetric.default, (xq,), dict(quant_mode="perchannel"))
             self.check(torch.ops.npu.npu_dynamic_quant_asymmetric.default, (xq,), dict(quant_mode="pertensor"))
+
+    def test_grouped_matmul_swiglu_quant(self):
+        E, M, K, N = 3, 10, 24, 32
+        x = torch.randint(-128, 128, (M, K), dtype=torch.int8)
+        w = torch.randint(-128, 128, (E, K, N), dtype=torch.int8)
+        args = (x, w, torch.tensor([4, 4, 9]), torch.rand(E, N) * 0.01, torch.rand(M) * 0.1)
+        self.check(torch.ops.npu.npu_grouped_matmul_swiglu_quant.default, args)
+        self.check(torch.ops.npu.npu_grouped_matmul_swiglu_quant.default,
+                   args[:3] + (args[3].bfloat16(), args[4]))
+
+    def test_grouped_matmul_finalize_routing(self):
+        E, M, K, N = 2, 8, 32, 256
+        x = torch.randint(-128, 128, (M, K), dtype=torch.int8)
+        w = torch.randint(-128, 128, (E, K, N), dtype=torch.int8)
+        kw = dict(scale=torch.rand(E, N) * 0.01, pertoken_scale=torch.rand(M), logit=torch.rand(M),
+                  row_index=torch.tensor([0, 3, 1, 2, 3, 0, 1, 2]), output_bs=4)
+        self.check(torch.ops.npu.npu_grouped_matmul_finalize_routing.default, (x, w, torch.tensor([5, 3])), kw)
+        self.check(torch.ops.npu.npu_grouped_matmul_finalize_routing.default, (x, w, torch.tensor([5, 8])),
+                   dict(kw, group_list_type=0, shared_input=torch.rand(2, N).bfloat16(), shared_input_offset=1,
+                        shared_input_weight=0.5, bias=torch.rand(E, N).bfloat16(), tuning_config=[4]))
 
     def test_permute(self):
         N, K, E, H = 6, 3, 4, 5

@@ -233,3 +233,22 @@ int64_t mf_nt_threshold(void) {
     }
     return t;
 }
+
+bool mf_self_overlaps(const aclTensor *t) {
+    int64_t st[MF_MAX_DIMS], sz[MF_MAX_DIMS];
+    int n = 0;
+    if (t->numel == 0) return false;
+    for (int d = 0; d < t->ndim; d++)
+        if (t->dims[d] > 1) {
+            if (t->strides[d] <= 0) return true;
+            int k = n++;
+            while (k > 0 && st[k - 1] > t->strides[d]) st[k] = st[k - 1], sz[k] = sz[k - 1], k--;
+            st[k] = t->strides[d], sz[k] = t->dims[d];
+        }
+    int64_t need = 1;
+    for (int k = 0; k < n; k++) {
+        if (st[k] < need) return true;
+        if (__builtin_mul_overflow(st[k], sz[k], &need)) return false; /* beyond any storage: aclCreateTensor's to refuse */
+    }
+    return false;
+}

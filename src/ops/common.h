@@ -111,6 +111,11 @@ aclnnStatus mf_check_contiguous(const char *op, const char *name, const aclTenso
 aclnnStatus mf_check_rank(const char *op, int status, const char *name, const aclTensor *t, int rank);
 aclnnStatus mf_check_dim(const char *op, int status, const char *name, const aclTensor *t, int dim,
                          int64_t want);
+/* Two elements of t share memory (a stride <= 0 on a dim of more than one
+ * element, or a stride shorter than the span of the dims inside it): an
+ * output like that cannot take one value per element deterministically (the
+ * rule of grouped_matmul.c's and dynamic_quant.c's outputs). */
+bool mf_self_overlaps(const aclTensor *t);
 
 /* Phase-2 index validation. Values must lie in [lo, hi); no value >= 0 may
  * repeat (lo == -1 lets -1 repeat). Marks each value >= 0 in `seen` (a bitmap

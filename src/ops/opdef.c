@@ -133,7 +133,9 @@ aclnnStatus mf_op_publish(const mf_op_def *def, const aclTensor *const *t, unsig
     X(token_unpermute_with_routing_map) X(token_unpermute_with_routing_map_grad) X(token_permute_with_ep) \
     X(token_permute_with_ep_grad) X(token_unpermute_with_ep) X(token_unpermute_with_ep_grad) X(gating_top_k) \
     X(fused_topk) X(grouped_matmul_add) X(grouped_matmul_add_v2) X(dynamic_quant) X(dynamic_quant_v2) \
-    X(dynamic_quant_v3) X(dynamic_quant_v4) X(trans_quant_param_v2) X(trans_quant_param_v3)
+    X(dynamic_quant_v3) X(dynamic_quant_v4) X(grouped_matmul_swiglu_quant) X(grouped_matmul_swiglu_quant_weight_nz) \
+    X(grouped_matmul_finalize_routing_weight_nz) X(grouped_matmul_finalize_routing_weight_nz_v2) \
+    X(trans_quant_param_v2) X(trans_quant_param_v3)
 #define DECL(n) extern const mf_op_entry mf_entry_##n;
 ENTRIES(DECL)
 #undef DECL

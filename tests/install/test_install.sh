@@ -45,6 +45,9 @@ for f in include/acl/acl.h include/aclnn/acl_meta.h include/aclnn/aclnn_base.h \
          include/aclnnop/aclnn_moe_token_unpermute_with_routing_map.h \
          include/aclnnop/aclnn_moe_token_unpermute_with_routing_map_grad.h \
          include/aclnnop/aclnn_moe_gating_top_k.h include/aclnnop/aclnn_moe_fused_topk.h \
+         include/aclnnop/aclnn_grouped_matmul_swiglu_quant.h include/aclnnop/aclnn_grouped_matmul_swiglu_quant_weight_nz.h \
+         include/aclnnop/aclnn_grouped_matmul_finalize_routing_weight_nz.h \
+         include/aclnnop/aclnn_grouped_matmul_finalize_routing_weight_nz_v2.h \
          lib64/libmoefr.so.$version lib64/libmoefr.so lib64/libmoefr.a lib64/pkgconfig/moefr.pc \
          lib64/cmake/moefr/moefrConfig.cmake lib64/cmake/moefr/moefrConfigVersion.cmake \
          lib64/cmake/moefr/moefrTargets.cmake include/acl/acl_base.h include/acl/acl_rt.h \
@@ -96,7 +99,13 @@ for sym in aclInit aclrtMalloc aclCreateTensor aclnnMoeFinalizeRoutingV2GradGetW
            aclnnMoeGatingTopKGetWorkspaceSize aclnnMoeGatingTopK aclnnMoeFusedTopkGetWorkspaceSize aclnnMoeFusedTopk \
            HcclCommInitAll HcclCommDestroy HcclGetCommName HcclCommGetHandleWithName HcclGetRankSize HcclGetRankId \
            HcclBarrier HcclGetErrorString HcclAllReduce HcclAllGather HcclReduceScatter HcclBroadcast HcclAlltoAll \
-           HcclAlltoAllV HcclSend HcclRecv HcclAllGatherV HcclReduceScatterV; do
+           HcclAlltoAllV HcclSend HcclRecv HcclAllGatherV HcclReduceScatterV \
+           aclnnGroupedMatmulSwigluQuantGetWorkspaceSize aclnnGroupedMatmulSwigluQuant \
+           aclnnGroupedMatmulSwigluQuantWeightNZGetWorkspaceSize aclnnGroupedMatmulSwigluQuantWeightNZ \
+           aclnnGroupedMatmulFinalizeRoutingWeightNzGetWorkspaceSize aclnnGroupedMatmulFinalizeRoutingWeightNz \
+           aclnnGroupedMatmulFinalizeRoutingWeightNzV2GetWorkspaceSize aclnnGroupedMatmulFinalizeRoutingWeightNzV2 \
+           aclnnTransQuantParam aclnnTransQuantParamV2GetWorkspaceSize aclnnTransQuantParamV2 \
+           aclnnTransQuantParamV3GetWorkspaceSize aclnnTransQuantParamV3; do
   # grep reads to the end: with -q it may exit before nm has written all, and
   # pipefail would report nm's SIGPIPE as a missing symbol
   nm -D --defined-only "$real" | grep " T $sym\$" >/dev/null || fail "$sym not exported"

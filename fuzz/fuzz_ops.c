@@ -1123,12 +1123,9 @@ static const struct {
     {"aclnnMoeInitRoutingQuantV2", mk_irq2},
     {"aclnnMoeInitRoutingQuant", mk_irq1},
     {"aclnnMoeTokenPermuteWithRoutingMap", mk_pwrm},
-<<<<<<< HEAD
     {"aclnnGroupedMatmulAdd", mk_gmma},
     {"aclnnGroupedMatmulAddV2", mk_gmma2},
-=======
     {"aclnnDynamicQuantV2", mk_dq2},
->>>>>>> dq
 };
 static mk_fn row_of(const char *name) {
     for (size_t i = 0; i < sizeof ROWS / sizeof ROWS[0]; i++)

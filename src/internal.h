@@ -182,8 +182,14 @@ typedef enum {
     MF_OP_DYNAMIC_QUANT_V2 = 38,
     MF_OP_DYNAMIC_QUANT_V3 = 39,
     MF_OP_DYNAMIC_QUANT_V4 = 40,
+    /* 41-44: reserved for GroupedMatmulSwigluQuant / GroupedMatmulFinalizeRouting (another branch);
+     * tests/test_registry.c skips the kinds MF_OP_KIND_RESERVED names */
+    MF_OP_DEQUANT_SWIGLU_QUANT = 45, /* aclnnDequantSwigluQuant (V1), ops-nn */
+    MF_OP_DEQUANT_SWIGLU_QUANT_V2 = 46,
     MF_OP_KIND_END /* one past the last kind: keep it last (tests/test_registry.c walks 1..END-1) */
 } mf_op_kind;
+/* kinds without an operator on this branch (numbers kept free for another one) */
+#define MF_OP_KIND_RESERVED(k) ((k) >= 41 && (k) <= 44)
 /* The most tensors (inputs + outputs) an operator's signature has. */
 #define MF_EXEC_SLOTS 12
 /* Phase 2 of an operator: t[i] is the executor's copy of the i-th tensor of

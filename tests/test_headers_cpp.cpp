@@ -19,6 +19,8 @@
 #include "aclnnop/aclnn_dynamic_quant_v2.h"
 #include "aclnnop/aclnn_dynamic_quant_v3.h"
 #include "aclnnop/aclnn_dynamic_quant_v4.h"
+#include "aclnnop/aclnn_dequant_swiglu_quant.h"
+#include "aclnnop/aclnn_dequant_swiglu_quant_v2.h"
 #include "aclnnop/aclnn_grouped_matmul.h"
 #include "aclnnop/aclnn_grouped_matmul_v2.h"
 #include "aclnnop/aclnn_grouped_matmul_v3.h"

@@ -94,6 +94,10 @@ OP_PLUGIN = [
     "str quant_mode=\"pertoken\", float dst_type_max=0.0) -> (Tensor, Tensor)",
     "npu_dynamic_quant_asymmetric(Tensor input, *, Tensor? smooth_scales=None, Tensor? group_index=None, "
     "int? dst_type=None, str quant_mode=\"pertoken\", float dst_type_max=0.0) -> (Tensor, Tensor, Tensor)",
+    "npu_dequant_swiglu_quant(Tensor x, *, Tensor? weight_scale=None, Tensor? activation_scale=None, "
+    "Tensor? bias=None, Tensor? quant_scale=None, Tensor? quant_offset=None, Tensor? group_index=None, "
+    "bool activate_left=False, int quant_mode=0, int? dst_type=None, int? round_mode=None, int? activate_dim=None, "
+    "int swiglu_mode=0, float clamp_limit=7.0, float glu_alpha=1.702, float glu_bias=1.0) -> (Tensor, Tensor)",
 ]
 
 
@@ -173,6 +177,15 @@ class OpCheck(unittest.TestCase):
         if not os.environ.get("MOEFR_SOC"):  # pertensor / perchannel: aclnnDynamicQuantV4, Ascend 950 only
             self.check(torch.ops.npu.npu_dynamic_quant_asymmetric.default, (xq,), dict(quant_mode="perchannel"))
             self.check(torch.ops.npu.npu_dynamic_quant_asymmetric.default, (xq,), dict(quant_mode="pertensor"))
+        # DequantSwigluQuant: int32 x with weight / activation scales and a grouped dynamic quant,
+        # bf16 x static; the outputs of uncounted rows and static scale are zeros (deterministic)
+        xi = torch.randint(-500, 500, (6, 128), dtype=torch.int32)
+        self.check(torch.ops.npu.npu_dequant_swiglu_quant.default, (xi,),
+                   dict(weight_scale=torch.rand(2, 128) * 0.01, activation_scale=torch.rand(6) + 0.5,
+                        quant_scale=torch.rand(2, 64) + 0.5, group_index=torch.tensor([2, 3]), quant_mode=1,
+                        activate_left=True))
+        self.check(torch.ops.npu.npu_dequant_swiglu_quant.default, (torch.randn(5, 128).bfloat16(),),
+                   dict(quant_scale=torch.rand(64) + 0.5, quant_offset=torch.rand(64), quant_mode=0))
 
     def test_permute(self):
         N, K, E, H = 6, 3, 4, 5

@@ -93,6 +93,12 @@ static float ref_val(const cs *c, int64_t r, int64_t g, int64_t k) {
     if (c->mode == 0) {
         const float e = r32(exp(-a));
         s = r32((double)r32(a / (double)r32((double)e + 1.0)) * b);
+    } else if (c->mode == 3) {
+        b = b < c->clamp ? b : c->clamp;
+        b = b > -c->clamp ? b : -c->clamp;
+        double sa = r32(a / (double)r32((double)r32(exp(-a)) + 1.0));
+        sa = sa < c->clamp ? sa : c->clamp;
+        s = r32(sa * b);
     } else {
         a = a < c->clamp ? a : c->clamp;
         const float e = r32(exp((double)r32(a * -(double)c->alpha)));
@@ -105,7 +111,11 @@ static float ref_val(const cs *c, int64_t r, int64_t g, int64_t k) {
         const int64_t qi = (c->q_g ? g * c->qcol : 0) + (c->qcol == 1 ? 0 : k);
         const double q = ((const float *)c->qs)[qi];
         if (c->dynamic) s = r32(s * q);
-        else if (g_a2 && c->qcol == 1) s = r32((double)r32(s * (double)r32(1.0 / q)) + ((const float *)c->qo)[qi]);
+        else if (g_a2 && c->qcol == 1) {
+            /* A2/A3: Muls by the reciprocal, Adds; the grouped kernel (dequant_swiglu_quant.h Init) a zero scale as 1 */
+            const double k1 = c->gdt >= 0 && q == 0 ? 1.0 : (double)r32(1.0 / q);
+            s = r32((double)r32(s * k1) + ((const float *)c->qo)[qi]);
+        }
         else {
             s = r32(s / q);
             if (c->qo_on) s = r32(s + ((const float *)c->qo)[qi]);
@@ -134,13 +144,16 @@ static void ref_run(const cs *c, int8_t *y, float *sc, bool *written) {
                 const double a = fabs((double)ref_val(c, r, g, j));
                 if (a > mx) mx = a;
             }
-            s = r32(mx / 127.0);
+            /* A2/A3 grouped (dequant_swiglu_quant.h DynamicQuant): Muls by fp32(1/127), then Div */
+            const bool grp = g_a2 && c->gdt >= 0;
+            s = grp ? r32(mx * (double)r32(1.0 / 127.0)) : r32(mx / 127.0);
             sc[r] = s;
-            k = g_a2 ? (double)r32(1.0 / s) : s;
+            k = g_a2 && !grp ? (double)r32(1.0 / s) : s;
         }
         for (int64_t j = 0; j < c->H; j++) {
             const double v = ref_val(c, r, g, j);
-            y[r * c->H + j] = (int8_t)ref_round(!c->dynamic ? v : g_a2 ? (double)r32(v * k) : (double)r32(v / k));
+            const bool mul = g_a2 && c->gdt < 0;
+            y[r * c->H + j] = (int8_t)ref_round(!c->dynamic ? v : mul ? (double)r32(v * k) : (double)r32(v / k));
         }
     }
 }
@@ -247,7 +260,7 @@ static void gen(cs *c, int v2) {
     c->left = tu_chance(50);
     c->dynamic = tu_chance(60);
     c->mode = 0;
-    if (v2 && (!g_a2 || grouped)) c->mode = (int)tu_int(0, g_a2 ? 2 : 1);
+    if (v2 && (!g_a2 || grouped)) c->mode = (int)tu_int(0, g_a2 ? 3 : 1);
     c->clamp = (float)(0.5 + tu_unit() * 8);
     c->alpha = (float)(0.5 + tu_unit() * 2);
     c->gbias = (float)(tu_unit() * 2 - 1);
@@ -304,6 +317,7 @@ static void gen(cs *c, int v2) {
         ((float *)c->qs)[i] = c->dynamic ? rnd_scale() : (float)(0.01 + tu_unit() * 0.2);
         ((float *)c->qo)[i] = (float)(tu_unit() * 6 - 3);
     }
+    if (!c->dynamic && tu_chance(15)) ((float *)c->qs)[0] = 0.0f; /* a zero static scale */
     /* counts: empty groups, and sometimes rows left uncounted */
     c->cnt = calloc((size_t)G + 1, 8);
     if (grouped) {

@@ -3,7 +3,7 @@ numpy reference of ops-nn's DequantSwigluQuant kernels (numpy float32 operations
 int32 bias added in int32, the cast, * weight_scale, * activation_scale, + float bias; silu as
 a / (exp(-a) + 1) with exp rounded once to float32; the clamped variant for swiglu_mode 1 (odd / even
 pairs) and 2 (halves); * quant_scale (dynamic) or / quant_scale + quant_offset (static; A2's one-element
-scale as * (1 / scale)); scale = max|v| / 127, y = rint(v / scale) (A2: v * (1 / scale)); NaN -> 0,
+scale as * (1 / scale)); scale = max|v| / 127, y = rint(v / scale) (A2 without groups: v * (1 / scale); A2 grouped: max * fp32(1/127)); NaN -> 0,
 clipped to int8). Groups by counts with empty groups and uncounted rows (zeros), op-plugin's argument
 checks, and its version choice. Runs on both PyTorch versions and both rule sets (CTest)."""
 
@@ -84,16 +84,18 @@ def ref(x, ws=None, act=None, bias=None, qs=None, qo=None, gi=None, left=False, 
                 if dynamic:
                     s = s * q
                 elif A2 and qs.numel() == (1 if gi is None else len(gi)):
-                    s = s * (F(1) / q) + row_of(qo, g, H)
+                    k1 = F(1) if gi is not None and q[0] == 0 else F(1) / q
+                    s = s * k1 + row_of(qo, g, H)
                 else:
                     s = s / q
                     if qo is not None:
                         s = s + row_of(qo, g, H)
             if dynamic:
                 m = F(np.max(np.where(np.isnan(s), F(0), np.abs(s)), initial=F(0)))
-                k = m / F(127)
+                grouped_a2 = A2 and gi is not None  # A2/A3's grouped kernel: max * fp32(1/127), then v / scale
+                k = m * F(1.0 / 127.0) if grouped_a2 else m / F(127)
                 sc[r] = k
-                s = s * (F(1) / k) if A2 else s / k
+                s = s * (F(1) / k) if A2 and not grouped_a2 else s / k
             s = np.where(np.isnan(s), F(0), s)
             y[r] = np.rint(np.clip(s, -128, 127)).astype(np.int8)
     return y.reshape(x.shape[:-1] + (H,)), sc.reshape(x.shape[:-1])

@@ -62,7 +62,7 @@ typedef struct dsq_vec {
 typedef struct dsq_plan {
     const char *op;
     bool empty, a2, dynamic, left;
-    int mode;                 /* swigluMode 0, 1, 2 */
+    int mode;                 /* swigluMode 0, 1, 2 (3: A2/A3's grouped kernel) */
     float clamp, alpha, gbias;
     int xdt, bdt;             /* x's and the bias's dtypes */
     int64_t R, H;             /* rows; y's last dim (x's is 2H) */
@@ -151,6 +151,12 @@ static inline float swi(const dsq_ctx *c, int64_t r, int64_t g, int64_t k) {
     if (p->mode == 0) {
         const float e = exp32(-a); /* Muls by -1, Exp */
         s = a / (e + 1.0f) * b;    /* Adds 1, Div, Mul */
+    } else if (p->mode == 3) {     /* A2/A3's grouped kernel: b clamped both ways, silu clamped above */
+        b = b < p->clamp ? b : p->clamp;
+        b = b > -p->clamp ? b : -p->clamp;
+        float sa = a / (exp32(-a) + 1.0f);
+        sa = sa < p->clamp ? sa : p->clamp;
+        s = sa * b;
     } else {
         a = a < p->clamp ? a : p->clamp; /* Mins */
         const float e = exp32(a * -p->alpha);
@@ -164,7 +170,9 @@ static inline float swi(const dsq_ctx *c, int64_t r, int64_t g, int64_t k) {
         if (p->dynamic) {
             s = s * q; /* both products' dynamic kernels multiply */
         } else if (p->a2 && p->qs.ncol == 1) {
-            s = s * (1.0f / q) + f32_at(c->t[S_QO], vec_ix(&p->qo, g, k)); /* Muls by 1/scale, Adds */
+            /* Muls by 1/scale, Adds; the grouped kernel takes a zero scale as 1 */
+            const float k1 = p->grouped && q == 0.0f ? 1.0f : 1.0f / q;
+            s = s * k1 + f32_at(c->t[S_QO], vec_ix(&p->qo, g, k));
         } else {
             s = s / q; /* Div */
             if (p->qo.on) s = s + f32_at(c->t[S_QO], vec_ix(&p->qo, g, k));
@@ -197,9 +205,11 @@ static void rows_fn(void *ctx, int64_t b, int64_t e) {
                     mx = a > mx ? a : mx;
                 }
             }
-            const float s = mx / 127.0f;
+            /* 950 and A2/A3's grouped kernel: y = v / scale; A2/A3's plain kernel: v * (1 / scale).
+             * The scale: max / 127 (950, A2 plain), max * fp32(1 / 127) (A2 grouped) */
+            const float s = p->a2 && p->grouped ? mx * (1.0f / 127.0f) : mx / 127.0f;
             sc[r] = s;
-            k = p->a2 ? 1.0f / s : s; /* A2: Muls by 1 / scale; 950: Div by scale */
+            k = p->a2 && !p->grouped ? 1.0f / s : s;
         }
         for (int64_t c0 = 0; c0 < H; c0 += CT) {
             const int64_t n = H - c0 < CT ? H - c0 : CT;
@@ -207,7 +217,7 @@ static void rows_fn(void *ctx, int64_t b, int64_t e) {
             int8_t *yr = y + r * H + c0;
             if (!p->dynamic)
                 for (int64_t j = 0; j < n; j++) yr[j] = mf_dq_round(v[j], 127.0f);
-            else if (p->a2)
+            else if (p->a2 && !p->grouped)
                 for (int64_t j = 0; j < n; j++) yr[j] = mf_dq_round(v[j] * k, 127.0f);
             else
                 for (int64_t j = 0; j < n; j++) yr[j] = mf_dq_round(v[j] / k, 127.0f);
@@ -642,8 +652,6 @@ static aclnnStatus tiling_a2_group(const char *OP, const aclTensor *const *t, co
     if (gi->ndim != 1)
         return mf_fail(INVALID, "%s: a %d-D groupIndexOptional is CANN's; moefr implements the 1-D counts only", OP,
                        gi->ndim);
-    if (a->swiglu_mode == 3)
-        return mf_fail(INVALID, "%s: swigluMode 3 passes A2/A3's tiling but is undocumented; moefr implements 0-2", OP);
     if (G > MF_DQ_MAX_GROUPS)
         return mf_fail(INVALID, "%s: moefr takes at most %d groups, got %lld", OP, MF_DQ_MAX_GROUPS, (long long)G);
     pl->dynamic = dynamic;

@@ -488,6 +488,15 @@ static void refusals(void) {
         P1(ACLNN_SUCCESS, tx, tws, NULL, NULL, NULL, NULL, ty, tsc, (char[]){"DyNaMiC"});
         P1(ACLNN_SUCCESS, tx, tws2, NULL, tqs2, NULL, tgi, ty, tsc, dyn);
     }
+    {   /* more groups than moefr's bound (1024): refused by name, on both rule sets */
+        int64_t *big = calloc(1025, 8);
+        float *wbig = calloc((size_t)1025 * H2, 4), *qbig = calloc((size_t)1025 * H, 4);
+        aclTensor *tg = mk1(1025, ACL_INT64, big), *tw = mk2(1025, H2, ACL_FLOAT, wbig), *tq = mk2(1025, H, ACL_FLOAT, qbig);
+        P1(ACLNN_ERR_PARAM_INVALID, tx, tw, NULL, tq, NULL, tg, ty, tsc, dyn);
+        CHECK(tu_msg_has("1024", NULL), "group bound: %s", tu_msg());
+        tu_destroy(tg), tu_destroy(tw), tu_destroy(tq);
+        free(big), free(wbig), free(qbig);
+    }
     CHECK(tu_all_poison((unsigned char *)y, (size_t)(R * H)) && tu_all_poison((unsigned char *)sc, (size_t)R * 4),
           "phase-1 refusals wrote the outputs");
     /* phase 2: counts past x's rows, or negative, leave the outputs untouched */

@@ -499,6 +499,8 @@ static aclnnStatus tiling_950(const char *OP, const aclTensor *const *t, const d
     if (gi != NULL && gi->ndim == 2)
         return mf_fail(INVALID, "%s: a 2-D groupIndexOptional ((group, count) pairs) is CANN's; moefr implements the "
                        "1-D counts only", OP);
+    if (gi != NULL && G > MF_DQ_MAX_GROUPS)
+        return mf_fail(INVALID, "%s: moefr takes at most %d groups, got %lld", OP, MF_DQ_MAX_GROUPS, (long long)G);
     pl->dynamic = dynamic;
     pl->mode = (int)a->swiglu_mode;
     pl->clamp = clamp;

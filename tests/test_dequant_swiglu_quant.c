@@ -164,9 +164,14 @@ static aclTensor *mk2(int64_t a, int64_t b, int dt, void *d) { return tu_mk(2, a
 
 /* the tensors of c; *mask (bit per slot) says which are made */
 typedef struct ts {
-    tu_owned xv;
+    tu_owned xv, wv, bv, qv;
     aclTensor *t[9];
 } ts;
+/* a 1-D or 2-D per-column input, laid out as a random tu_view kind (strided views too) */
+static tu_owned vec_view(int dt, int nd, int64_t d0, int64_t d1, void *dense) {
+    const int64_t d[2] = {d0, d1};
+    return tu_view(dt, nd, d, dense, (int)tu_below(TU_KINDS));
+}
 static void make_tensors(const cs *c, ts *o, int8_t *ybuf, float *scbuf) {
     memset(o, 0, sizeof *o);
     const int64_t H2 = 2 * c->H;
@@ -185,24 +190,36 @@ static void make_tensors(const cs *c, ts *o, int8_t *ybuf, float *scbuf) {
     }
     const int64_t G = c->G;
     if (c->xdt == ACL_INT32) {
-        o->t[1] = c->ws_g ? mk2(G, H2, ACL_FLOAT, c->ws) : mk1(H2, ACL_FLOAT, c->ws);
+        o->wv = c->ws_g ? vec_view(ACL_FLOAT, 2, G, H2, c->ws) : vec_view(ACL_FLOAT, 1, H2, 0, c->ws);
+        o->t[1] = o->wv.t;
         if (c->has_as) o->t[2] = c->B > 1 ? mk2(c->B, c->R / c->B, ACL_FLOAT, c->as) : mk1(c->R, ACL_FLOAT, c->as);
-        if (c->bdt >= 0) o->t[3] = c->ws_g ? mk2(G, H2, c->bdt, c->bias) : mk1(H2, c->bdt, c->bias);
+        if (c->bdt >= 0) {
+            o->bv = c->ws_g ? vec_view(c->bdt, 2, G, H2, c->bias) : vec_view(c->bdt, 1, H2, 0, c->bias);
+            o->t[3] = o->bv.t;
+        }
     }
     for (int i = 0; i < 2; i++) {
         if (!(i == 0 ? c->qs_on : c->qo_on)) continue;
         void *d = i == 0 ? c->qs : c->qo;
         aclTensor *t;
         if (c->q_g) t = c->qcol == 1 && !c->dynamic ? mk1(G, ACL_FLOAT, d) : mk2(G, c->qcol, ACL_FLOAT, d);
-        else t = mk1(c->qcol, ACL_FLOAT, d);
+        else if (i == 0) {
+            o->qv = vec_view(ACL_FLOAT, 1, c->qcol, 0, d);
+            t = o->qv.t;
+        } else t = mk1(c->qcol, ACL_FLOAT, d);
         o->t[4 + i] = t;
     }
     if (c->gdt >= 0) o->t[6] = mk1(G, c->gdt, c->gi);
 }
 static void free_tensors(ts *o) {
-    for (int i = 0; i < 9; i++)
-        if (i != 0 || o->xv.t == NULL) tu_destroy(o->t[i]);
-    if (o->xv.t) tu_free(&o->xv);
+    tu_owned *own[4] = {&o->xv, &o->wv, &o->bv, &o->qv};
+    for (int i = 0; i < 9; i++) {
+        bool owned = false;
+        for (int k = 0; k < 4; k++) owned |= own[k]->t != NULL && own[k]->t == o->t[i];
+        if (!owned) tu_destroy(o->t[i]);
+    }
+    for (int k = 0; k < 4; k++)
+        if (own[k]->t) tu_free(own[k]);
 }
 
 static aclnnStatus phase1(const cs *c, aclTensor *const *t, uint64_t *ws, aclOpExecutor **e) {
@@ -468,6 +485,12 @@ static void refusals(void) {
     P1(ACLNN_ERR_PARAM_INVALID, tx, tf16, NULL, NULL, NULL, NULL, ty, tsc, dyn);  /* weight scale FLOAT16 */
     P1(ACLNN_ERR_PARAM_INVALID, tx, tws, NULL, NULL, NULL, NULL, ty32, tsc, dyn); /* y INT32 */
     P1(ACLNN_ERR_INNER_TILING_ERROR, tx, tws, NULL, NULL, NULL, NULL, ty, tsc, bad);
+    {   /* outputs must be contiguous (a generated wrapper's rule), before any tiling check */
+        tu_owned yv = tu_make_view(y, 2, R, H, ACL_INT8, 1, 0, 2 * H, 1);
+        P1(ACLNN_ERR_PARAM_INVALID, tx, tws, NULL, NULL, NULL, NULL, yv.t, tsc, dyn);
+        CHECK(tu_msg_has("yOut", "contiguous", NULL), "strided yOut: %s", tu_msg());
+        tu_free(&yv);
+    }
     /* scaleOut's shape: 950's CheckOutputScale; A2/A3's tiling only logs it (moefr: 161002) */
     P1(g_a2 ? ACLNN_ERR_PARAM_INVALID : ACLNN_ERR_INNER_TILING_ERROR, tx, tws, tas, tqs, NULL, NULL, ty, tscb, dyn);
     if (!g_a2) {

@@ -114,74 +114,116 @@ typedef struct dsq_ctx {
     const int64_t *start; /* first row of each group; start[G] the end of the last */
 } dsq_ctx;
 
-/* Element j of row r's dequantised x (group g), in the kernels' order: INT32 bias
- * added in int32 (wrapping), the int32 -> fp32 cast, * weight scale, * activation
+/* n elements [j0, j0 + n) of a per-column input's row g, widened to fp32 (or, for an INT32
+ * bias, kept as int32 in i) */
+static void vec_tile(const aclTensor *t, const dsq_vec *v, int64_t g, int64_t j0, int64_t n, float *f, int32_t *i) {
+    const int64_t at = vec_ix(v, g, j0), step = v->ncol == 1 ? 0 : 1;
+    const size_t es = mf_dtype_size(t->dtype);
+    if (mf_tensor_contiguous(t)) {
+        const char *b = mf_tensor_base(t) + at * (int64_t)es;
+        if (i) {
+            for (int64_t k = 0; k < n; k++) memcpy(&i[k], b + k * step * 4, 4);
+        } else {
+            mf_widen_f32(b, step * (int64_t)es, t->dtype, n, f, 1);
+        }
+        return;
+    }
+    for (int64_t k = 0; k < n; k++) {
+        if (i) i[k] = i32_at(t, at + k * step);
+        else f[k] = f32_at(t, at + k * step);
+    }
+}
+
+#define CT 256 /* output columns computed at a time */
+
+/* x's columns [j0, j0 + n) (n <= 2 CT) of row r (group g), dequantised in the kernels' order:
+ * INT32 bias added in int32 (wrapping), the int32 -> fp32 cast, * weight scale, * activation
  * scale, + float bias; FLOAT16 / BFLOAT16 widened exactly. */
-static inline float deq(const dsq_ctx *c, int64_t r, int64_t g, int64_t j) {
+static void deq_span(const dsq_ctx *c, int64_t r, int64_t g, int64_t j0, int64_t n, float *out) {
     const dsq_plan *p = c->p;
     const aclTensor *x = c->t[S_X];
-    const int64_t xi = r * 2 * p->H + j;
-    if (p->xdt != ACL_INT32) return f32_at(x, xi);
-    int32_t v = i32_at(x, xi);
-    if (p->bias.on && p->bdt == ACL_INT32)
-        v = (int32_t)((uint32_t)v + (uint32_t)i32_at(c->t[S_BIAS], vec_ix(&p->bias, g, j)));
-    float f = (float)v;
-    f = f * f32_at(c->t[S_WS], vec_ix(&p->ws, g, j));
-    if (p->act) f = f * f32_at(c->t[S_AS], r);
-    if (p->bias.on && p->bdt != ACL_INT32) f = f + f32_at(c->t[S_BIAS], vec_ix(&p->bias, g, j));
-    return f;
+    const int nd = x->ndim;
+    const int64_t sl = x->strides[nd - 1] * (int64_t)mf_dtype_size(x->dtype);
+    const char *row = at_flat(x, r * 2 * p->H) + j0 * sl;
+    if (p->xdt != ACL_INT32) {
+        mf_widen_f32(row, sl, p->xdt, n, out, 1);
+        return;
+    }
+    int32_t v[2 * CT], bi[2 * CT];
+    float w[2 * CT], bf[2 * CT];
+    for (int64_t k = 0; k < n; k++) memcpy(&v[k], row + k * sl, 4);
+    const bool ibias = p->bias.on && p->bdt == ACL_INT32, fbias = p->bias.on && !ibias;
+    if (ibias) {
+        vec_tile(c->t[S_BIAS], &p->bias, g, j0, n, NULL, bi);
+        for (int64_t k = 0; k < n; k++) v[k] = (int32_t)((uint32_t)v[k] + (uint32_t)bi[k]);
+    }
+    vec_tile(c->t[S_WS], &p->ws, g, j0, n, w, NULL);
+    for (int64_t k = 0; k < n; k++) out[k] = (float)v[k] * w[k];
+    if (p->act) {
+        const float a = f32_at(c->t[S_AS], r);
+        for (int64_t k = 0; k < n; k++) out[k] = out[k] * a;
+    }
+    if (fbias) {
+        vec_tile(c->t[S_BIAS], &p->bias, g, j0, n, bf, NULL);
+        for (int64_t k = 0; k < n; k++) out[k] = out[k] + bf[k];
+    }
 }
 
 /* exp in double, rounded once to fp32: the same value on every path (the NPU's Exp is
  * its own approximation; see CANN_COMPAT) */
 static inline float exp32(float t) { return (float)exp((double)t); }
 
-/* the value before quantisation of output column k of row r */
-static inline float swi(const dsq_ctx *c, int64_t r, int64_t g, int64_t k) {
+/* the values before quantisation of output columns [c0, c0 + n) of row r (n <= CT) */
+static void swi_tile(const dsq_ctx *c, int64_t r, int64_t g, int64_t c0, int64_t n, float *s) {
     const dsq_plan *p = c->p;
-    int64_t ja, jb;
-    if (p->mode == 1) {
-        ja = 2 * k;
-        jb = 2 * k + 1;
+    float A[CT], B[CT];
+    if (p->mode == 1) { /* (even, odd) pairs */
+        float both[2 * CT];
+        deq_span(c, r, g, 2 * c0, 2 * n, both);
+        for (int64_t k = 0; k < n; k++) A[k] = both[2 * k], B[k] = both[2 * k + 1];
     } else {
-        ja = p->left ? k : p->H + k;
-        jb = p->left ? p->H + k : k;
+        deq_span(c, r, g, p->left ? c0 : p->H + c0, n, A);
+        deq_span(c, r, g, p->left ? p->H + c0 : c0, n, B);
     }
-    float a = deq(c, r, g, ja), b = deq(c, r, g, jb), s;
-    if (p->mode == 0) {
-        const float e = exp32(-a); /* Muls by -1, Exp */
-        s = a / (e + 1.0f) * b;    /* Adds 1, Div, Mul */
-    } else if (p->mode == 3) {     /* A2/A3's grouped kernel: b clamped both ways, silu clamped above */
-        b = b < p->clamp ? b : p->clamp;
-        b = b > -p->clamp ? b : -p->clamp;
-        float sa = a / (exp32(-a) + 1.0f);
-        sa = sa < p->clamp ? sa : p->clamp;
-        s = sa * b;
-    } else {
-        a = a < p->clamp ? a : p->clamp; /* Mins */
-        const float e = exp32(a * -p->alpha);
-        const float sa = a / (e + 1.0f);
-        b = b < p->clamp ? b : p->clamp;
-        b = b > -p->clamp ? b : -p->clamp;
-        s = sa * (b + p->gbias);
-    }
-    if (p->qs.on) {
-        const float q = f32_at(c->t[S_QS], vec_ix(&p->qs, g, k));
-        if (p->dynamic) {
-            s = s * q; /* both products' dynamic kernels multiply */
-        } else if (p->a2 && p->qs.ncol == 1) {
-            /* Muls by 1/scale, Adds; the grouped kernel takes a zero scale as 1 */
-            const float k1 = p->grouped && q == 0.0f ? 1.0f : 1.0f / q;
-            s = s * k1 + f32_at(c->t[S_QO], vec_ix(&p->qo, g, k));
+    const float cl = p->clamp;
+    for (int64_t k = 0; k < n; k++) {
+        float a = A[k], b = B[k];
+        if (p->mode == 0) {
+            const float e = exp32(-a); /* Muls by -1, Exp */
+            s[k] = a / (e + 1.0f) * b; /* Adds 1, Div, Mul */
+        } else if (p->mode == 3) {     /* A2/A3's grouped kernel: b clamped both ways, silu clamped above */
+            b = b < cl ? b : cl;
+            b = b > -cl ? b : -cl;
+            float sa = a / (exp32(-a) + 1.0f);
+            sa = sa < cl ? sa : cl;
+            s[k] = sa * b;
         } else {
-            s = s / q; /* Div */
-            if (p->qo.on) s = s + f32_at(c->t[S_QO], vec_ix(&p->qo, g, k));
+            a = a < cl ? a : cl; /* Mins */
+            const float e = exp32(a * -p->alpha);
+            const float sa = a / (e + 1.0f);
+            b = b < cl ? b : cl;
+            b = b > -cl ? b : -cl;
+            s[k] = sa * (b + p->gbias);
         }
     }
-    return s;
+    if (!p->qs.on) return;
+    float q[CT], o[CT];
+    vec_tile(c->t[S_QS], &p->qs, g, c0, n, q, NULL);
+    if (p->qo.on) vec_tile(c->t[S_QO], &p->qo, g, c0, n, o, NULL);
+    if (p->dynamic) { /* both products' dynamic kernels multiply */
+        for (int64_t k = 0; k < n; k++) s[k] = s[k] * q[k];
+    } else if (p->a2 && p->qs.ncol == 1) {
+        /* Muls by 1/scale, Adds; the grouped kernel takes a zero scale as 1 */
+        const float k1 = p->grouped && q[0] == 0.0f ? 1.0f : 1.0f / q[0];
+        for (int64_t k = 0; k < n; k++) s[k] = s[k] * k1 + o[k];
+    } else {
+        for (int64_t k = 0; k < n; k++) s[k] = s[k] / q[k]; /* Div */
+        if (p->qo.on)
+            for (int64_t k = 0; k < n; k++) s[k] = s[k] + o[k];
+    }
 }
 
-#define CT 256 /* output columns computed at a time */
+#define ROWBUF 4096 /* rows up to this many outputs keep their values between the two passes */
 
 static void rows_fn(void *ctx, int64_t b, int64_t e) {
     const dsq_ctx *c = ctx;
@@ -189,19 +231,22 @@ static void rows_fn(void *ctx, int64_t b, int64_t e) {
     const int64_t H = p->H;
     int8_t *y = (int8_t *)mf_tensor_base(c->t[S_Y]);
     float *sc = p->dynamic ? (float *)mf_tensor_base(c->t[S_SCALE]) : NULL; /* static: not written */
-    float v[CT];
+    float keep[ROWBUF];
+    const bool kept = H <= ROWBUF;
     int64_t g = 0;
     for (int64_t r = b; r < e; r++) {
         if (p->grouped)
             while (g < p->G && c->start[g + 1] <= r) g++;
         if (p->grouped && g >= p->G) break; /* rows past the counted ones are not written */
-        float k = 0.0f;
+        float k = 0.0f, v[CT];
         if (p->dynamic) {
             float mx = 0.0f; /* NaN never wins */
             for (int64_t c0 = 0; c0 < H; c0 += CT) {
                 const int64_t n = H - c0 < CT ? H - c0 : CT;
+                float *t = kept ? keep + c0 : v;
+                swi_tile(c, r, g, c0, n, t);
                 for (int64_t j = 0; j < n; j++) {
-                    const float a = fabsf(swi(c, r, g, c0 + j));
+                    const float a = fabsf(t[j]);
                     mx = a > mx ? a : mx;
                 }
             }
@@ -213,14 +258,16 @@ static void rows_fn(void *ctx, int64_t b, int64_t e) {
         }
         for (int64_t c0 = 0; c0 < H; c0 += CT) {
             const int64_t n = H - c0 < CT ? H - c0 : CT;
-            for (int64_t j = 0; j < n; j++) v[j] = swi(c, r, g, c0 + j);
+            const float *t = v;
+            if (p->dynamic && kept) t = keep + c0;
+            else swi_tile(c, r, g, c0, n, v);
             int8_t *yr = y + r * H + c0;
             if (!p->dynamic)
-                for (int64_t j = 0; j < n; j++) yr[j] = mf_dq_round(v[j], 127.0f);
+                for (int64_t j = 0; j < n; j++) yr[j] = mf_dq_round(t[j], 127.0f);
             else if (p->a2 && !p->grouped)
-                for (int64_t j = 0; j < n; j++) yr[j] = mf_dq_round(v[j] * k, 127.0f);
+                for (int64_t j = 0; j < n; j++) yr[j] = mf_dq_round(t[j] * k, 127.0f);
             else
-                for (int64_t j = 0; j < n; j++) yr[j] = mf_dq_round(v[j] / k, 127.0f);
+                for (int64_t j = 0; j < n; j++) yr[j] = mf_dq_round(t[j] / k, 127.0f);
         }
     }
 }

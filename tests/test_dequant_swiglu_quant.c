@@ -522,6 +522,22 @@ static void refusals(void) {
     }
     CHECK(tu_all_poison((unsigned char *)y, (size_t)(R * H)) && tu_all_poison((unsigned char *)sc, (size_t)R * 4),
           "phase-1 refusals wrote the outputs");
+    {   /* a 0-D group index is one group (EnsureNotScalar on 950; groupNum_ 1 on A2/A3): rows past its count untouched */
+        int64_t three = 3;
+        aclTensor *g0 = tu_tensor(NULL, 0, ACL_INT64, &three), *w1 = mk2(1, H2, ACL_FLOAT, ws), *q1 = mk2(1, H, ACL_FLOAT, qs);
+        e = NULL;
+        aclnnStatus rc = aclnnDequantSwigluQuantGetWorkspaceSize(tx, w1, NULL, NULL, q1, NULL, g0, false, dyn, ty, tsc, &w, &e);
+        g_cases++;
+        CHECK(rc == ACLNN_SUCCESS, "0-D group index: %d %s", (int)rc, tu_msg());
+        if (rc == ACLNN_SUCCESS) {
+            CHECK(aclnnDequantSwigluQuant(NULL, w, e, NULL) == ACLNN_SUCCESS, "0-D group index run: %s", tu_msg());
+            CHECK(!tu_all_poison((unsigned char *)y, (size_t)(3 * H)) && tu_all_poison((unsigned char *)(y + 3 * H), (size_t)H) &&
+                  tu_all_poison((unsigned char *)(sc + 3), 4), "0-D group index: rows 0-2 written, row 3 untouched");
+        }
+        memset(y, TU_POISON, (size_t)(R * H));
+        memset(sc, TU_POISON, (size_t)R * 4);
+        tu_destroy(g0), tu_destroy(w1), tu_destroy(q1);
+    }
     /* phase 2: counts past x's rows, or negative, leave the outputs untouched */
     for (int k = 0; k < 2; k++) {
         gi[0] = k ? -1 : 3;

@@ -354,10 +354,10 @@ static aclnnStatus tiling_950(const char *OP, const aclTensor *const *t, const d
             return mf_fail(TILING, "%s: x's dim %d must be positive, got %s", OP, d, shp(x, b1, sizeof b1));
     const int64_t H2 = x->dims[nd - 1];
     int64_t G = 0; /* GetInputGroupIndex */
-    if (gi != NULL) {
-        if (gi->ndim != 1 && gi->ndim != 2)
+    if (gi != NULL) { /* a 0-D tensor counts as (1) (EnsureNotScalar), here and below */
+        if (gi->ndim > 2)
             return mf_fail(TILING, "%s: groupIndexOptional must have 1 or 2 dims, got %d", OP, gi->ndim);
-        G = gi->dims[0];
+        G = gi->ndim ? gi->dims[0] : 1;
         if (G < 1) return mf_fail(TILING, "%s: groupIndexOptional needs at least 1 group, got %lld", OP, (long long)G);
     }
     /* GetAttrActivateDim */
@@ -434,7 +434,6 @@ static aclnnStatus tiling_950(const char *OP, const aclTensor *const *t, const d
     if (as != NULL) {
         if (!intx)
             return mf_fail(TILING, "%s: activationScaleOptional must be NULL when x is %s", OP, mf_dtype_name(x->dtype));
-        if (as->ndim <= 0) return mf_fail(TILING, "%s: activationScaleOptional must have at least 1 dim", OP);
         if (as->numel != x->numel / H2)
             return mf_fail(TILING, "%s: activationScaleOptional must have %lld elements (x's rows), got %lld", OP,
                            (long long)(x->numel / H2), (long long)as->numel);
@@ -698,9 +697,9 @@ static aclnnStatus tiling_a2_group(const char *OP, const aclTensor *const *t, co
         return mf_fail(TILING, "%s: groupIndexOptional must be 1-D when swigluMode is not 0", OP);
     /* CountMaxDim's bound (x's last dim against the unified buffer) is the chip's; not applied */
     MF_TRY(check_outputs(OP, x, y, t[S_SCALE], INVALID));
-    if (gi->ndim != 1)
-        return mf_fail(INVALID, "%s: a %d-D groupIndexOptional is CANN's; moefr implements the 1-D counts only", OP,
-                       gi->ndim);
+    if (gi->ndim == 2) /* a 0-D one is one group (groupNum_ 1, not the 2-D kind) */
+        return mf_fail(INVALID, "%s: a 2-D groupIndexOptional ((group, count) pairs) is CANN's; moefr implements the "
+                       "1-D counts only", OP);
     if (G > MF_DQ_MAX_GROUPS)
         return mf_fail(INVALID, "%s: moefr takes at most %d groups, got %lld", OP, MF_DQ_MAX_GROUPS, (long long)G);
     pl->dynamic = dynamic;

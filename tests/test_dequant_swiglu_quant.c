@@ -450,6 +450,33 @@ static void ties(int v2) {
     cs_free(&c);
 }
 
+/* ops-nn's sample (examples/test_aclnn_dequant_swiglu_quant.cpp): x = 0..63 as FLOAT16 (2, 32),
+ * quant scale and offset (1) = 1, "static", activateLeft false */
+static void sample(void) {
+    cs c;
+    memset(&c, 0, sizeof c);
+    c.xdt = ACL_FLOAT16;
+    c.gdt = c.bdt = -1;
+    c.R = 2, c.H = 16, c.B = 1, c.G = 1;
+    c.clamp = 7.0f, c.alpha = 1.702f, c.gbias = 1.0f;
+    c.x = calloc(64, 2);
+    for (int i = 0; i < 64; i++) putf(ACL_FLOAT16, c.x, i, (float)i);
+    c.qs_on = c.qo_on = true;
+    c.qcol = 1;
+    c.qs = malloc(4), c.qo = malloc(4);
+    ((float *)c.qs)[0] = 1.0f, ((float *)c.qo)[0] = 1.0f;
+    c.cnt = calloc(1, 8);
+    /* row 0: silu(16 + k) * k + 1, all below 127 until k = 7 (23 * 7 + 1 > 127): saturated after */
+    int8_t wy[32];
+    float wsc[2];
+    bool wr[2];
+    ref_run(&c, wy, wsc, wr);
+    CHECK(wy[0] == 1 && wy[1] == 18 && wy[15] == 127 && wy[16] == 127, "sample: reference %d %d %d %d", wy[0], wy[1],
+          wy[15], wy[16]);
+    run_case(&c, "ops-nn's sample");
+    cs_free(&c);
+}
+
 /* ---- refusals: code, message, outputs untouched ---- */
 static void refusals(void) {
     const int64_t R = 4, H = 64, H2 = 128;
@@ -620,6 +647,7 @@ int main(void) {
     }
     ties(0);
     ties(1);
+    sample();
     refusals();
     empty();
     printf("test_dequant_swiglu_quant%s: %d cases, %d checks, %d failures\n", g_a2 ? " (ascend910b)" : "", g_cases,

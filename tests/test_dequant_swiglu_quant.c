@@ -536,6 +536,11 @@ static void refusals(void) {
         P1(ACLNN_ERR_INNER_TILING_ERROR, tx, tws, NULL, tqs, NULL, NULL, ty, tsc, sta); /* static without an offset */
         P1(ACLNN_ERR_PARAM_NULLPTR, tx, tws, NULL, NULL, NULL, NULL, ty, tsc, NULL);
         P1(ACLNN_SUCCESS, tx, tws, NULL, NULL, NULL, NULL, ty, tsc, (char[]){"DyNaMiC"});
+        {   /* the plain tiling takes any y and scale of the right sizes (it only logs their shapes) */
+            aclTensor *y1 = mk1(R * H, ACL_INT8, y), *s2 = mk2(R, 1, ACL_FLOAT, sc);
+            P1(ACLNN_SUCCESS, tx, tws, NULL, NULL, NULL, NULL, y1, s2, dyn);
+            tu_destroy(y1), tu_destroy(s2);
+        }
         P1(ACLNN_SUCCESS, tx, tws2, NULL, tqs2, NULL, tgi, ty, tsc, dyn);
     }
     {   /* more groups than moefr's bound (1024): refused by name, on both rule sets */

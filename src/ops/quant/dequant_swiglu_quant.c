@@ -319,22 +319,19 @@ typedef struct dsq_args {
     double clamp, alpha, gbias;
 } dsq_args;
 
-/* y = x's shape with the last dim halved, scale = x's shape without it: what the kernels
- * write (moefr's check where a tiling only logs a mismatch: CANN would write past them) */
-static aclnnStatus check_outputs(const char *OP, const aclTensor *x, const aclTensor *y, const aclTensor *sc,
-                                 aclnnStatus code) {
+/* A2/A3's tilings only log a y or scale shape that does not fit x; the kernels write x's rows
+ * times H int8 and x's rows floats, contiguously. moefr refuses outputs of other sizes (161002,
+ * safety) and, with a group index, a y whose last dim is not H (its quant-scale checks use it). */
+static aclnnStatus check_outputs_a2(const char *OP, const aclTensor *x, const aclTensor *y, const aclTensor *sc,
+                                    bool last_dim) {
     char b1[160], b2[160];
-    const int nd = x->ndim;
-    bool ok = y->ndim == nd && y->dims[nd - 1] * 2 == x->dims[nd - 1];
-    for (int d = 0; ok && d < nd - 1; d++) ok = y->dims[d] == x->dims[d];
-    if (!ok)
-        return mf_fail(code, "%s: yOut must be x's shape %s with the last dim halved, got %s", OP, shp(x, b1, sizeof b1),
-                       shp(y, b2, sizeof b2));
-    ok = sc->ndim == nd - 1;
-    for (int d = 0; ok && d < nd - 1; d++) ok = sc->dims[d] == x->dims[d];
-    if (!ok)
-        return mf_fail(code, "%s: scaleOut must be x's shape %s without the last dim, got %s", OP,
-                       shp(x, b1, sizeof b1), shp(sc, b2, sizeof b2));
+    const int64_t H2 = x->dims[x->ndim - 1], R = H2 ? x->numel / H2 : 0;
+    if (y->numel != R * (H2 / 2) || (last_dim && (y->ndim < 1 || y->dims[y->ndim - 1] * 2 != H2)))
+        return mf_fail(INVALID, "%s: yOut %s must hold x's %s rows of %lld (the kernel writes them)", OP,
+                       shp(y, b2, sizeof b2), shp(x, b1, sizeof b1), (long long)(H2 / 2));
+    if (sc->numel != R)
+        return mf_fail(INVALID, "%s: scaleOut %s must have x's %lld rows (the kernel writes them)", OP,
+                       shp(sc, b2, sizeof b2), (long long)R);
     return ACLNN_SUCCESS;
 }
 
@@ -605,7 +602,7 @@ static aclnnStatus tiling_a2_plain(const char *OP, const aclTensor *const *t, co
         return mf_fail(INVALID, "%s: quantScaleOptional is required in static mode", OP);
     }
     /* the output shapes (logged, not enforced, by the tiling) */
-    MF_TRY(check_outputs(OP, x, t[S_Y], t[S_SCALE], INVALID));
+    MF_TRY(check_outputs_a2(OP, x, t[S_Y], t[S_SCALE], false));
     pl->dynamic = dynamic;
     pl->G = 1;
     return ACLNN_SUCCESS;
@@ -617,8 +614,9 @@ static aclnnStatus tiling_a2_group(const char *OP, const aclTensor *const *t, co
                     *gi = t[S_GI], *y = t[S_Y];
     char b1[160];
     const int nd = x->ndim;
-    if (nd < 1 || y->ndim < nd) return mf_fail(TILING, "%s: yOut must have x's %d dims, got %d", OP, nd, y->ndim);
-    const int64_t H2 = x->dims[nd - 1], Hy = y->dims[nd - 1], R = H2 ? x->numel / H2 : 0;
+    if (nd < 1) return mf_fail(TILING, "%s: x must have at least 1 dim", OP);
+    /* outDimy_: y's dim at x's last index (0 when y has fewer dims: check_outputs_a2 refuses it) */
+    const int64_t H2 = x->dims[nd - 1], Hy = y->ndim >= nd ? y->dims[nd - 1] : 0, R = H2 ? x->numel / H2 : 0;
     if (H2 % 64 != 0)
         return mf_fail(TILING, "%s: with a group index x's last dim must be a multiple of 64, got %lld", OP,
                        (long long)H2);
@@ -696,7 +694,7 @@ static aclnnStatus tiling_a2_group(const char *OP, const aclTensor *const *t, co
     if (gi->ndim == 2 && a->swiglu_mode != 0)
         return mf_fail(TILING, "%s: groupIndexOptional must be 1-D when swigluMode is not 0", OP);
     /* CountMaxDim's bound (x's last dim against the unified buffer) is the chip's; not applied */
-    MF_TRY(check_outputs(OP, x, y, t[S_SCALE], INVALID));
+    MF_TRY(check_outputs_a2(OP, x, y, t[S_SCALE], true));
     if (gi->ndim == 2) /* a 0-D one is one group (groupNum_ 1, not the 2-D kind) */
         return mf_fail(INVALID, "%s: a 2-D groupIndexOptional ((group, count) pairs) is CANN's; moefr implements the "
                        "1-D counts only", OP);

@@ -1195,6 +1195,44 @@ static bool mk_gsq(fz_in *in, rng *r, fo_prob *p) {
                 q[m * H + j] = (int8_t)(h != h ? 0 : h >= 127 ? 127 : h <= -128 ? -128 : nearbyint(h));
             }
         }
+/* DequantSwigluQuant (V1): x (R, 2H) FLOAT16/BF16, quant scale (H) or none, dynamic | y INT8 (R, H),
+ * scale (R). The oracle does Ascend 950's fp32 steps in double, each rounded to fp32: silu as
+ * a / (exp(-a) + 1) with exp rounded once (moefr's Exp), * b, * quant scale, the row's max|v| / 127,
+ * v / scale, rint and the clamp (docs/CANN_COMPAT.md, "DequantSwigluQuant"); bytes must match. */
+static bool mk_dsq(fz_in *in, rng *r, fo_prob *p) {
+    const int dt = fz_u8(in) & 1 ? ACL_BF16 : ACL_FLOAT16;
+    const int64_t R = fz_range(in, 1, 5), H = fz_range(in, 1, 20);
+    const bool qs = fz_u8(in) & 1, left = fz_u8(in) & 1;
+    uint8_t *x = fo_new(p, 0, dt, 2, R, 2 * H, 0);
+    fill_small(r, dt, x, R * 2 * H);
+    uint8_t *q = NULL;
+    if (qs) fill_small(r, ACL_FLOAT, q = fo_new(p, 4, ACL_FLOAT, 1, H, 0, 0), H);
+    fo_new(p, 7, ACL_INT8, 2, R, H, 0);
+    fo_new(p, 8, ACL_FLOAT, 1, R, 0, 0);
+    int8_t *y = (int8_t *)fo_want(p, 7);
+    uint8_t *sc = fo_want(p, 8);
+    float v[20];
+    for (int64_t i = 0; i < R; i++) {
+        double mx = 0;
+        for (int64_t k = 0; k < H; k++) {
+            const double a = fr_decode(dt, x, i * 2 * H + (left ? k : H + k));
+            const double b = fr_decode(dt, x, i * 2 * H + (left ? H + k : k));
+            const float e = f32r(exp(-a));
+            double s = f32r((double)f32r(a / (double)f32r((double)e + 1.0)) * b);
+            if (qs) s = f32r(s * fr_decode(ACL_FLOAT, q, k));
+            v[k] = (float)s;
+            mx = fabs(s) > mx ? fabs(s) : mx;
+        }
+        const float k = f32r(mx / 127.0);
+        memcpy(sc + i * 4, &k, 4);
+        for (int64_t j = 0; j < H; j++) {
+            double t = f32r((double)v[j] / k);
+            t = t != t ? 0.0 : t > 127 ? 127 : t < -128 ? -128 : t;
+            y[i * H + j] = (int8_t)nearbyint(t);
+        }
+    }
+    p->a[0].i = left;
+    p->a[1].i = 1;
     return true;
 }
 
@@ -1232,6 +1270,7 @@ static const struct {
     {"aclnnDynamicQuantV2", mk_dq2},
     {"aclnnGroupedMatmulFinalizeRoutingWeightNz", mk_gfr},
     {"aclnnGroupedMatmulSwigluQuant", mk_gsq},
+    {"aclnnDequantSwigluQuant", mk_dsq},
 };
 static mk_fn row_of(const char *name) {
     for (size_t i = 0; i < sizeof ROWS / sizeof ROWS[0]; i++)

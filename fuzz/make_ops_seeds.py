@@ -8,7 +8,7 @@ import os
 import random
 import sys
 
-N_OPS = 46  # len(mf_op_entries()); byte 0 is taken modulo the count
+N_OPS = 48  # len(mf_op_entries()); byte 0 is taken modulo the count
 out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "fuzz_ops")
 os.makedirs(out, exist_ok=True)
 rng = random.Random(23)

@@ -190,6 +190,8 @@ typedef enum {
     MF_OP_GROUPED_MATMUL_FINALIZE_ROUTING_WEIGHT_NZ_V2 = 44,
     MF_OP_TRANS_QUANT_PARAM_V2 = 45, /* aclnnTransQuantParamV2, ops-nn */
     MF_OP_TRANS_QUANT_PARAM_V3 = 46,
+    MF_OP_DEQUANT_SWIGLU_QUANT = 47, /* aclnnDequantSwigluQuant (V1), ops-nn */
+    MF_OP_DEQUANT_SWIGLU_QUANT_V2 = 48,
     MF_OP_KIND_END /* one past the last kind: keep it last (tests/test_registry.c walks 1..END-1) */
 } mf_op_kind;
 /* The most tensors (inputs + outputs) an operator's signature has. */

@@ -22,6 +22,8 @@
 #include "aclnnop/aclnn_trans_quant_param.h"
 #include "aclnnop/aclnn_trans_quant_param_v2.h"
 #include "aclnnop/aclnn_trans_quant_param_v3.h"
+#include "aclnnop/aclnn_dequant_swiglu_quant.h"
+#include "aclnnop/aclnn_dequant_swiglu_quant_v2.h"
 #include "aclnnop/aclnn_grouped_matmul.h"
 #include "aclnnop/aclnn_grouped_matmul_v2.h"
 #include "aclnnop/aclnn_grouped_matmul_v3.h"

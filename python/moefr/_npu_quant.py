@@ -1,6 +1,9 @@
 """moefr._npu_quant - torch_npu.npu_dynamic_quant and npu_dynamic_quant_asymmetric on
 aclnnDynamicQuantV2 / V4 (op-plugin DynamicQuantKernelNpuOpApi.cpp: its checks, output shapes and
-version choice). torch_npu registers no gradient for them (integer outputs); neither does moefr."""
+version choice), npu_dequant_swiglu_quant on aclnnDequantSwigluQuant / V2 (DequantSwigluQuantOpApi.cpp).
+torch_npu registers no gradient for them (integer outputs); neither does moefr."""
+
+import math
 
 import torch
 
@@ -75,3 +78,62 @@ def npu_trans_quant_param(scale, offset=None, round_mode=0):
     _check(rm in (0, 1), "round_mode must be 0 or 1. but now is %s" % (rm,))
     return _routing.trans_quant_param(scale.detach(), None if offset is None else offset.detach(), rm,
                                       _trans_shape(scale, offset))
+
+
+_ROUND_MODES = ("rint", "round", "floor", "ceil", "trunc")
+
+
+def _dst_int8(dst_type):
+    """op-plugin's dst_type (None, a c10::ScalarType number, a torch.dtype): moefr implements int8 only."""
+    if isinstance(dst_type, torch.dtype):
+        dst_type = _DTYPE_ENUM.get(dst_type, dst_type)
+    _check(dst_type is None or dst_type == _INT8,
+           "npu_dequant_swiglu_quant: dst_type %s is not implemented by moefr (int8 only)" % (dst_type,))
+
+
+def npu_dequant_swiglu_quant(x, *, weight_scale=None, activation_scale=None, bias=None, quant_scale=None,
+                             quant_offset=None, group_index=None, activate_left=False, quant_mode=0, dst_type=None,
+                             round_mode=None, activate_dim=None, swiglu_mode=0, clamp_limit=7.0, glu_alpha=1.702,
+                             glu_bias=1.0):
+    """torch_npu.npu_dequant_swiglu_quant -> (y int8, scale float32).
+
+    x int32 (dequantised: + int32 bias, * weight_scale (2H,) or (groups, 2H), * activation_scale
+    per row, + float bias) or float16 / bfloat16 (x.shape[-1] = 2H); SwiGlu on the halves
+    (activate_left: silu on the first half, else the second; swiglu_mode 1: odd / even pairs,
+    1 and 2 the clamped variant a / (1 + exp(-glu_alpha a)) * (b + glu_bias)); quant_mode 1
+    (dynamic): v * quant_scale, scale = max|v| / 127 per row, y = rint(v / scale); 0 (static):
+    y = rint(v / quant_scale + quant_offset) and scale is not written (zeros here). group_index:
+    rows per group (int64 counts); rows past their sum are not written (zeros here).
+    Version as op-plugin chooses it: on Ascend 950 (the default) V1 unless dst_type, round_mode or
+    activate_dim is given; under MOEFR_SOC=ascend910b V2 (moefr has it)."""
+    _cpu_tensor(x, "x")
+    for n, t in (("weight_scale", weight_scale), ("activation_scale", activation_scale), ("bias", bias),
+                 ("quant_scale", quant_scale), ("quant_offset", quant_offset), ("group_index", group_index)):
+        _cpu(t, n)
+    _check(x.dim() > 1, "x dim should larger than 1")
+    _check(quant_mode in (0, 1), "quant_mode only support 0 or 1, but got %s" % (quant_mode,))
+    _check(swiglu_mode in (0, 1, 2), "swiglu_mode only support 0, 1 or 2, but got %s" % (swiglu_mode,))
+    _check(math.isfinite(clamp_limit) and clamp_limit > 0.0, "clamp_limit should be positive finite")
+    _check(math.isfinite(glu_alpha), "glu_alpha should be finite")
+    _check(math.isfinite(glu_bias), "glu_bias should be finite")
+    from . import soc
+    ts = tuple(None if t is None else t.detach() for t in
+               (x, weight_scale, activation_scale, bias, quant_scale, quant_offset, group_index))
+    if soc() == "ascend910b":
+        _check(x.shape[-1] % 2 == 0, "x last dim should be even")
+        return _routing.dequant_swiglu_quant(*ts, activate_left, quant_mode == 1,
+                                             (2, "rint", -1, swiglu_mode, clamp_limit, glu_alpha, glu_bias))
+    _dst_int8(dst_type)
+    if dst_type is None and round_mode is None and activate_dim is None:
+        _check(x.shape[-1] % 2 == 0, "x last dim should be even")
+        return _routing.dequant_swiglu_quant(*ts, activate_left, quant_mode == 1)
+    rm = 0 if round_mode is None else round_mode
+    _check(0 <= rm <= 4, "round_mode only support [0, 1, 2, 3, 4], but got %s" % (rm,))
+    ad = -1 if activate_dim is None else activate_dim
+    ad = ad + x.dim() if ad < 0 else ad
+    _check(0 <= ad <= x.dim() - 1, "activate_dim should less than %d" % (x.dim() - 1))
+    _check(x.shape[ad] % 2 == 0, "x last dim should be even")
+    _check(ad == x.dim() - 1, "npu_dequant_swiglu_quant: activate_dim %d (not the last dim) is not implemented by "
+                              "moefr" % ad)
+    return _routing.dequant_swiglu_quant(*ts, activate_left, quant_mode == 1,
+                                         (2, _ROUND_MODES[rm], ad, swiglu_mode, clamp_limit, glu_alpha, glu_bias))

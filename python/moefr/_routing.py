@@ -56,6 +56,9 @@ _SIGNATURES = {
     "aclnnGroupedMatmulSwigluQuantWeightNZ": [_vp] * 10,
     "aclnnGroupedMatmulFinalizeRoutingWeightNz": [_vp] * 9 + [_i64, _f32, _i64, _bool, _bool, _i64, _vp],
     "aclnnGroupedMatmulFinalizeRoutingWeightNzV2": [_vp] * 12 + [_i64, _f32, _i64, _bool, _bool, _i64, _vp, _vp],
+    "aclnnDequantSwigluQuant": [_vp] * 7 + [_bool, ctypes.c_char_p, _vp, _vp],
+    "aclnnDequantSwigluQuantV2": [_vp] * 7 + [_bool, ctypes.c_char_p, _i64, ctypes.c_char_p, _i64, _i64, _dbl, _dbl,
+                                              _dbl, _vp, _vp],
 }
 
 POISON_OUTPUTS = False  # tests: fill fresh floating outputs with NaN before the library writes
@@ -509,6 +512,26 @@ def fused_topk(x, add_num, mapping_num, mapping_table, group_num, group_topk, to
         int(top_n), int(top_k), int(activate_type), bool(is_norm), float(scale), bool(enable_expert_mapping),
         y, idx)
     return y, idx
+
+
+def dequant_swiglu_quant(x, weight_scale, activation_scale, bias, quant_scale, quant_offset, group_index,
+                         activate_left, dynamic, v2=None):
+    """aclnnDequantSwigluQuant (v2 None) or aclnnDequantSwigluQuantV2 (v2 = (dst_type, round_mode or None,
+    activate_dim, swiglu_mode, clamp_limit, glu_alpha, glu_bias)) -> (y int8 of x's shape with the last
+    dim halved, scale float32 of x's shape without it). Both start as zeros: the operator leaves scale
+    unwritten in static mode, and the rows past a group index's counts."""
+    shape = list(x.shape)
+    y = torch.zeros(shape[:-1] + [shape[-1] // 2], dtype=torch.int8)
+    scale = torch.zeros(shape[:-1], dtype=torch.float32)
+    mode = b"dynamic" if dynamic else b"static"
+    ts = (x, weight_scale, activation_scale, bias, quant_scale, quant_offset, group_index)
+    if v2 is None:
+        run("aclnnDequantSwigluQuant", *ts, bool(activate_left), mode, y, scale)
+    else:
+        dst, rm, ad, sm, cl, ga, gb = v2
+        run("aclnnDequantSwigluQuantV2", *ts, bool(activate_left), mode, int(dst),
+            None if rm is None else str(rm).encode(), int(ad), int(sm), float(cl), float(ga), float(gb), y, scale)
+    return y, scale
 
 
 def dynamic_quant(x, smooth_scales, group_index, int4, symmetric, quant_mode, dst_type_max):

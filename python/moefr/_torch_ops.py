@@ -483,6 +483,27 @@ npu("npu_grouped_matmul_finalize_routing(Tensor x, Tensor w, Tensor group_list, 
     _npu_gmm_fused.npu_grouped_matmul_finalize_routing, _fake_grouped_matmul_finalize_routing)
 
 
+def _fake_dequant_swiglu_quant(x, *, weight_scale=None, activation_scale=None, bias=None, quant_scale=None,
+                               quant_offset=None, group_index=None, activate_left=False, quant_mode=0, dst_type=None,
+                               round_mode=None, activate_dim=None, swiglu_mode=0, clamp_limit=7.0, glu_alpha=1.702,
+                               glu_bias=1.0):
+    # op-plugin's meta: y halves x's dim activate_dim (default -1); scale is x's shape without the last
+    # dim (halved at activate_dim when that is not the last); int8 for moefr's only dst_type
+    d = x.dim()
+    ad = -1 if activate_dim is None else activate_dim
+    sel = ad if ad >= 0 else ad + d
+    y = [x.shape[i] // 2 if i == sel else x.shape[i] for i in range(d)]
+    sc = [x.shape[i] // 2 if i == sel else x.shape[i] for i in range(d - 1)]
+    return _empty(y, torch.int8, x), _empty(sc, torch.float32, x)
+
+
+npu("npu_dequant_swiglu_quant(Tensor x, *, Tensor? weight_scale=None, Tensor? activation_scale=None, "
+    "Tensor? bias=None, Tensor? quant_scale=None, Tensor? quant_offset=None, Tensor? group_index=None, "
+    "bool activate_left=False, int quant_mode=0, int? dst_type=None, int? round_mode=None, int? activate_dim=None, "
+    "int swiglu_mode=0, float clamp_limit=7.0, float glu_alpha=1.702, float glu_bias=1.0) -> (Tensor, Tensor)",
+    _npu_quant.npu_dequant_swiglu_quant, _fake_dequant_swiglu_quant)
+
+
 def _compute_expert_tokens_cpu(sorted_expert_for_source_row, num_expert):
     from . import torch_npu as _tn
     return _tn._npu_moe_compute_expert_tokens(sorted_expert_for_source_row, num_expert)

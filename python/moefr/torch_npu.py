@@ -29,7 +29,7 @@ from ._npu_gmm_add import npu_grouped_matmul_add, npu_grouped_matmul_add_
 from ._npu_re_routing import npu_moe_re_routing
 from ._npu_init_routing_v2 import npu_moe_init_routing_v2
 from ._npu_init_routing_quant import npu_moe_init_routing_quant
-from ._npu_quant import npu_dynamic_quant, npu_dynamic_quant_asymmetric, npu_trans_quant_param
+from ._npu_quant import npu_dynamic_quant, npu_dynamic_quant_asymmetric, npu_trans_quant_param, npu_dequant_swiglu_quant
 from ._npu_gmm_fused import npu_grouped_matmul_swiglu_quant, npu_grouped_matmul_finalize_routing
 from ._npu_routing_map import (npu_moe_token_permute_with_routing_map, npu_moe_token_permute_with_routing_map_grad,
                                npu_moe_token_unpermute_with_routing_map, _npu_moe_token_unpermute_with_routing_map,
@@ -42,7 +42,8 @@ __all__ = ["npu_moe_gating_top_k_softmax", "npu_moe_gating_top_k_softmax_v2", "n
            "npu_moe_finalize_routing", "npu_swiglu", "npu_swiglu_backward", "npu_grouped_matmul",
            "npu_moe_re_routing"]
 __all__ += ["npu_moe_init_routing_quant"]
-__all__ += ["npu_dynamic_quant", "npu_dynamic_quant_asymmetric", "npu_trans_quant_param"]
+__all__ += ["npu_dynamic_quant", "npu_dynamic_quant_asymmetric", "npu_trans_quant_param",
+            "npu_dequant_swiglu_quant"]
 __all__ += ["npu_moe_token_permute_with_routing_map", "npu_moe_token_permute_with_routing_map_grad", "npu_moe_token_unpermute_with_routing_map", "_npu_moe_token_unpermute_with_routing_map", "npu_moe_token_unpermute_with_routing_map_grad"]
 __all__ += ["npu_moe_gating_top_k", "npu_moe_gating_top_k_backward"]
 __all__ += ["npu_grouped_matmul_add", "npu_grouped_matmul_add_"]

@@ -102,6 +102,10 @@ OP_PLUGIN = [
     "Tensor? logit=None, Tensor? row_index=None, ScalarType? dtype=None, float? shared_input_weight=1.0, "
     "int? shared_input_offset=0, int? output_bs=0, int? group_list_type=1, int[]? tuning_config=None, "
     "int? x_dtype=None, int? w_dtype=None, int? scale_dtype=None, int? pertoken_scale_dtype=None) -> Tensor",
+    "npu_dequant_swiglu_quant(Tensor x, *, Tensor? weight_scale=None, Tensor? activation_scale=None, "
+    "Tensor? bias=None, Tensor? quant_scale=None, Tensor? quant_offset=None, Tensor? group_index=None, "
+    "bool activate_left=False, int quant_mode=0, int? dst_type=None, int? round_mode=None, int? activate_dim=None, "
+    "int swiglu_mode=0, float clamp_limit=7.0, float glu_alpha=1.702, float glu_bias=1.0) -> (Tensor, Tensor)",
 ]
 
 
@@ -181,6 +185,15 @@ class OpCheck(unittest.TestCase):
         if not os.environ.get("MOEFR_SOC"):  # pertensor / perchannel: aclnnDynamicQuantV4, Ascend 950 only
             self.check(torch.ops.npu.npu_dynamic_quant_asymmetric.default, (xq,), dict(quant_mode="perchannel"))
             self.check(torch.ops.npu.npu_dynamic_quant_asymmetric.default, (xq,), dict(quant_mode="pertensor"))
+        # DequantSwigluQuant: int32 x with weight / activation scales and a grouped dynamic quant,
+        # bf16 x static; the outputs of uncounted rows and static scale are zeros (deterministic)
+        xi = torch.randint(-500, 500, (6, 128), dtype=torch.int32)
+        self.check(torch.ops.npu.npu_dequant_swiglu_quant.default, (xi,),
+                   dict(weight_scale=torch.rand(2, 128) * 0.01, activation_scale=torch.rand(6) + 0.5,
+                        quant_scale=torch.rand(2, 64) + 0.5, group_index=torch.tensor([2, 3]), quant_mode=1,
+                        activate_left=True))
+        self.check(torch.ops.npu.npu_dequant_swiglu_quant.default, (torch.randn(5, 128).bfloat16(),),
+                   dict(quant_scale=torch.rand(64) + 0.5, quant_offset=torch.rand(64), quant_mode=0))
 
     def test_grouped_matmul_swiglu_quant(self):
         E, M, K, N = 3, 10, 24, 32

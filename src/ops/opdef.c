@@ -4,6 +4,9 @@
 
 #include "ops/opdef.h"
 
+/* the most dtype columns a table may have (DequantSwigluQuant's Ascend 950 table has 72) */
+#define MF_MAX_COLS 128
+
 static bool col_fits(const int8_t *col, int i, const aclTensor *t) {
     return t == NULL || col[i] == MF_DT_ANY || col[i] == (int)t->dtype;
 }
@@ -25,8 +28,8 @@ static void allowed(char *buf, size_t n, const mf_dtcol *cols, const bool *alive
 
 /* The first tensor no column left by the ones before it allows, or -1. */
 static int first_reject(const mf_dtcol *cols, int ncols, const aclTensor *const *t, int nt) {
-    bool alive[64];
-    for (int c = 0; c < ncols && c < 64; c++) alive[c] = true;
+    bool alive[MF_MAX_COLS];
+    for (int c = 0; c < ncols && c < MF_MAX_COLS; c++) alive[c] = true;
     for (int i = 0; i < nt; i++) {
         if (t[i] == NULL) continue;
         int left = 0;
@@ -40,8 +43,8 @@ static aclnnStatus check_dtypes(const mf_op_def *def, const aclTensor *const *t)
     const bool a2 = mf_soc_strict() && def->cols_a2 != NULL;
     const mf_dtcol *cols = a2 ? def->cols_a2 : def->cols;
     const int ncols = a2 ? def->ncols_a2 : def->ncols, nt = def->n_in + def->n_out;
-    bool alive[64];
-    for (int c = 0; c < ncols && c < 64; c++) alive[c] = true;
+    bool alive[MF_MAX_COLS];
+    for (int c = 0; c < ncols && c < MF_MAX_COLS; c++) alive[c] = true;
     /* Tensors in signature order narrow the columns; the first one that
      * leaves none is the one named, with what the others allowed it. */
     for (int i = 0; i < nt; i++) {
@@ -52,7 +55,7 @@ static aclnnStatus check_dtypes(const mf_op_def *def, const aclTensor *const *t)
             char buf[128], why[96] = "";
             allowed(buf, sizeof buf, cols, alive, ncols, i);
             /* the earlier tensor whose dtype ruled this one's out, if one did */
-            bool any[64], some = false;
+            bool any[MF_MAX_COLS], some = false;
             for (int c = 0; c < ncols; c++) some |= col_fits(cols[c], i, t[i]);
             for (int c = 0; c < ncols; c++) any[c] = true;
             for (int j = 0; some && j < i; j++) {
@@ -135,7 +138,8 @@ aclnnStatus mf_op_publish(const mf_op_def *def, const aclTensor *const *t, unsig
     X(fused_topk) X(grouped_matmul_add) X(grouped_matmul_add_v2) X(dynamic_quant) X(dynamic_quant_v2) \
     X(dynamic_quant_v3) X(dynamic_quant_v4) X(grouped_matmul_swiglu_quant) X(grouped_matmul_swiglu_quant_weight_nz) \
     X(grouped_matmul_finalize_routing_weight_nz) X(grouped_matmul_finalize_routing_weight_nz_v2) \
-    X(trans_quant_param_v2) X(trans_quant_param_v3)
+    X(trans_quant_param_v2) X(trans_quant_param_v3) \
+    X(dequant_swiglu_quant) X(dequant_swiglu_quant_v2)
 #define DECL(n) extern const mf_op_entry mf_entry_##n;
 ENTRIES(DECL)
 #undef DECL

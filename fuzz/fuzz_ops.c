@@ -1195,6 +1195,13 @@ static bool mk_gsq(fz_in *in, rng *r, fo_prob *p) {
                 q[m * H + j] = (int8_t)(h != h ? 0 : h >= 127 ? 127 : h <= -128 ? -128 : nearbyint(h));
             }
         }
+    return true;
+}
+
+typedef bool (*mk_fn)(fz_in *in, rng *r, fo_prob *p);
+/* One row per operator: its aclnn name and how to make a valid small problem
+ * with its oracle (NULL: hostile descriptors and data only, as for an
+ * operator registered after this table was last extended). */
 /* DequantSwigluQuant (V1): x (R, 2H) FLOAT16/BF16, quant scale (H) or none, dynamic | y INT8 (R, H),
  * scale (R). The oracle does Ascend 950's fp32 steps in double, each rounded to fp32: silu as
  * a / (exp(-a) + 1) with exp rounded once (moefr's Exp), * b, * quant scale, the row's max|v| / 127,
@@ -1236,10 +1243,6 @@ static bool mk_dsq(fz_in *in, rng *r, fo_prob *p) {
     return true;
 }
 
-typedef bool (*mk_fn)(fz_in *in, rng *r, fo_prob *p);
-/* One row per operator: its aclnn name and how to make a valid small problem
- * with its oracle (NULL: hostile descriptors and data only, as for an
- * operator registered after this table was last extended). */
 static const struct {
     const char *name;
     mk_fn make;

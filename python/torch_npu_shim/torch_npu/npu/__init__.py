@@ -213,10 +213,16 @@ _defaults_lock = threading.Lock()
 
 def default_stream(device=None):
     idx = _device_index(device)
+    s = _defaults.get(idx)  # made once: later calls take no lock (torch.compile cannot trace one)
+    if s is not None:
+        return s
     with _defaults_lock:
         if idx not in _defaults:
             _defaults[idx] = Stream(idx)
         return _defaults[idx]
+
+
+default_stream(0)  # the device every moefr tensor is on
 
 
 def current_stream(device=None):

@@ -124,29 +124,6 @@ static aclnnStatus list_items(const char *op, const char *name, const aclTensorL
     return ACLNN_SUCCESS;
 }
 
-/* Two elements of t share memory: a stride <= 0 on a dim of more than one
- * element, or a stride shorter than the span of the dims inside it (taken in
- * stride order). Such an out cannot be written with one value per element
- * (which write lands last would depend on the thread order). */
-static bool self_overlaps(const aclTensor *t) {
-    int64_t st[MF_MAX_DIMS], sz[MF_MAX_DIMS];
-    int n = 0;
-    if (t->numel == 0) return false;
-    for (int d = 0; d < t->ndim; d++)
-        if (t->dims[d] > 1) {
-            if (t->strides[d] <= 0) return true;
-            int k = n++;
-            while (k > 0 && st[k - 1] > t->strides[d]) st[k] = st[k - 1], sz[k] = sz[k - 1], k--;
-            st[k] = t->strides[d], sz[k] = t->dims[d];
-        }
-    int64_t need = 1;
-    for (int k = 0; k < n; k++) {
-        if (st[k] < need) return true;
-        if (__builtin_mul_overflow(st[k], sz[k], &need)) return false; /* beyond any storage: aclCreateTensor's to refuse */
-    }
-    return false;
-}
-
 static aclnnStatus all_dtype(const char *op, const char *name, const aclTensorList *l, uint64_t n, int dt) {
     for (uint64_t i = 0; i < n; i++)
         if (item(l, i)->dtype != dt)
@@ -413,7 +390,7 @@ static aclnnStatus gmm_phase1(const gmm_call *c, gmm_plan *p) {
     MF_TRY(list_items(op, "weight", c->weight, nw));
     MF_TRY(list_items(op, yname, c->out, ny));
     for (uint64_t i = 0; i < ny; i++)
-        if (self_overlaps(item(c->out, i)))
+        if (mf_self_overlaps(item(c->out, i)))
             return mf_fail(INVALID, "%s: %s[%llu] has elements that share memory (a stride of 0, negative or shorter "
                                     "than the dims inside it); each output element needs its own place", op, yname,
                            (unsigned long long)i);

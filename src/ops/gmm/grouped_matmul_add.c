@@ -42,27 +42,6 @@ static const mf_op_def EXEC_V2 = {"aclnnGroupedMatmulAddV2", MF_OP_GROUPED_MATMU
 /* The plan: GroupedMatmul's, with three descriptors (x^T, weight, y as (E, M, N)). */
 #define GMMA_BYTES (sizeof(gmm_plan) + 3 * sizeof(aclTensor))
 
-/* Two elements of t share memory (a stride <= 0 on a dim of more than one
- * element, or shorter than the dims inside it): += through it would add twice. */
-static bool self_overlaps(const aclTensor *t) {
-    int64_t st[MF_MAX_DIMS], sz[MF_MAX_DIMS];
-    int n = 0;
-    if (t->numel == 0) return false;
-    for (int d = 0; d < t->ndim; d++)
-        if (t->dims[d] > 1) {
-            if (t->strides[d] <= 0) return true;
-            int k = n++;
-            while (k > 0 && st[k - 1] > t->strides[d]) st[k] = st[k - 1], sz[k] = sz[k - 1], k--;
-            st[k] = t->strides[d], sz[k] = t->dims[d];
-        }
-    int64_t need = 1;
-    for (int k = 0; k < n; k++) {
-        if (st[k] < need) return true;
-        if (__builtin_mul_overflow(st[k], sz[k], &need)) return false;
-    }
-    return false;
-}
-
 /* Phase 2: the plan's descriptors take the addresses the setters left in the
  * slots, then GroupedMatmul's phase 2 runs with the group list. */
 static aclnnStatus gmma_run(const void *plan, const aclTensor *const *t, void *workspace) {
@@ -152,7 +131,7 @@ static aclnnStatus gmma_gws(const gmma_call *c) {
         return mf_fail(INVALID, "%s: yRef must be (%lld, %lld, %lld) (groups, M, N)%s, got %s", op, (long long)E,
                        (long long)M, (long long)N, a2 ? " or a contiguous tensor of as many elements" : "",
                        mf_shape_str(y, s1, sizeof s1));
-    if (self_overlaps(y))
+    if (mf_self_overlaps(y))
         return mf_fail(INVALID, "%s: yRef has elements that share memory (a stride of 0, negative or shorter than the "
                                 "dims inside it); each must be added to once", op);
     const aclTensor *slots[S_NT] = {x, w, gl, y, y};

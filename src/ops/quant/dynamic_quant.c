@@ -364,29 +364,6 @@ static aclnnStatus dq_run(const void *plan, const aclTensor *const *slots, void 
 
 static const char *shape(const aclTensor *t, char *b, size_t n) { return mf_shape_str(t, b, n); }
 
-/* Two elements of t share memory (a stride <= 0 on a dim of more than one
- * element, or a stride shorter than the span of the dims inside it): such an
- * output cannot take one value per element deterministically. (The rule of
- * grouped_matmul.c's outputs.) */
-static bool self_overlaps(const aclTensor *t) {
-    int64_t st[MF_MAX_DIMS], sz[MF_MAX_DIMS];
-    int n = 0;
-    if (t->numel == 0) return false;
-    for (int d = 0; d < t->ndim; d++)
-        if (t->dims[d] > 1) {
-            if (t->strides[d] <= 0) return true;
-            int k = n++;
-            while (k > 0 && st[k - 1] > t->strides[d]) st[k] = st[k - 1], sz[k] = sz[k - 1], k--;
-            st[k] = t->strides[d], sz[k] = t->dims[d];
-        }
-    int64_t need = 1;
-    for (int k = 0; k < n; k++) {
-        if (st[k] < need) return true;
-        if (__builtin_mul_overflow(st[k], sz[k], &need)) return false;
-    }
-    return false;
-}
-
 /* dims [0, n) of a and b equal */
 static bool same_lead(const aclTensor *a, const aclTensor *b, int n) {
     for (int d = 0; d < n; d++)
@@ -482,7 +459,7 @@ static aclnnStatus plan_common(const mf_op_def *def, const int8_t *at, const acl
 
     /* moefr's own rule: outputs are written in place, one value per element */
     for (int r = R_Y; r <= R_OFFSET; r++)
-        if (t[r] != NULL && self_overlaps(t[r]))
+        if (t[r] != NULL && mf_self_overlaps(t[r]))
             return mf_fail(INVALID, "%s: %s has elements that share memory (a stride of 0, negative or shorter than the "
                            "dims inside it); each output element needs its own place", OP, nm[r]);
     dq_plan pl;

@@ -23,29 +23,15 @@
 
 static int g_a2; /* MOEFR_SOC=ascend910b */
 
-static float h2f(int dt, uint16_t h) {
-    if (dt == ACL_FLOAT16) return aclFloat16ToFloat(h);
-    uint32_t b = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &b, 4);
-    return f;
-}
-static uint16_t f2h(int dt, float f) {
-    if (dt == ACL_FLOAT16) return aclFloatToFloat16(f);
-    uint32_t b;
-    memcpy(&b, &f, 4);
-    if ((b & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((b >> 16) | 0x40);
-    return (uint16_t)((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);
-}
 static size_t esz(int dt) { return dt == ACL_FLOAT16 || dt == ACL_BF16 ? 2 : dt == ACL_INT64 ? 8 : 4; }
 /* element i of a dense buffer of dtype dt as a float (FLOAT, FLOAT16, BF16) */
 static float getf(int dt, const void *b, int64_t i) {
     if (dt == ACL_FLOAT) return ((const float *)b)[i];
-    return h2f(dt, ((const uint16_t *)b)[i]);
+    return tu_h2f(dt, ((const uint16_t *)b)[i]);
 }
 static void putf(int dt, void *b, int64_t i, float f) {
     if (dt == ACL_FLOAT) ((float *)b)[i] = f;
-    else ((uint16_t *)b)[i] = f2h(dt, f);
+    else ((uint16_t *)b)[i] = tu_f2h(dt, f);
 }
 
 /* ---- the reference ---- */

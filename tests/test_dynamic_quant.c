@@ -23,20 +23,6 @@
 static int g_a2;     /* MOEFR_SOC=ascend910b */
 static int g_strict; /* MOEFR_STRICT=1: the group index must be non-decreasing, ending at the rows */
 
-static float h2f(int dt, uint16_t h) {
-    if (dt == ACL_FLOAT16) return aclFloat16ToFloat(h);
-    uint32_t b = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &b, 4);
-    return f;
-}
-static uint16_t f2h(int dt, float f) {
-    if (dt == ACL_FLOAT16) return aclFloatToFloat16(f);
-    uint32_t b;
-    memcpy(&b, &f, 4);
-    if ((b & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((b >> 16) | 0x40); /* NaN stays NaN */
-    return (uint16_t)((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);
-}
 
 /* ---- the reference ---- */
 static float r32(double d) { return (float)d; }
@@ -152,13 +138,13 @@ static void run_case(const dq_case *c) {
             if (kind == 1) f = 0.0f;
             if (kind == 2 && j == N / 2) f = NAN;
             if (kind == 3 && j == N / 3) f = (j & 1) ? -INFINITY : INFINITY;
-            xh[r * N + j] = f2h(c->dt, f);
+            xh[r * N + j] = tu_f2h(c->dt, f);
         }
     }
     /* the smooth scales: 1-D over N (M in perchannel), or (E, N) */
     const int64_t sn = c->smooth == SM_NONE ? 0 : c->smooth == SM_1D ? (c->mode == CHANNEL ? M : N) : c->E * N;
     uint16_t *smh = malloc(sizeof *smh * (size_t)(sn + 1));
-    for (int64_t i = 0; i < sn; i++) smh[i] = f2h(c->dt, c->special == 1 ? 1.0f : (float)(0.25 + tu_unit() * 2));
+    for (int64_t i = 0; i < sn; i++) smh[i] = tu_f2h(c->dt, c->special == 1 ? 1.0f : (float)(0.25 + tu_unit() * 2));
     int32_t *gidx = malloc(sizeof *gidx * (size_t)(c->E + 1));
     if (c->smooth == SM_GROUP) { /* cumulative ends, non-decreasing, the last = R (sometimes past it) */
         int64_t at = 0;
@@ -175,9 +161,9 @@ static void run_case(const dq_case *c) {
         if (c->smooth == SM_GROUP)
             while (g < c->E && gidx[g] <= r) g++;
         for (int64_t j = 0; j < N; j++) {
-            double f = h2f(c->dt, xh[r * N + j]);
-            if (c->smooth == SM_1D) f *= h2f(c->dt, smh[c->mode == CHANNEL ? r % M : j]);
-            if (c->smooth == SM_GROUP) f *= h2f(c->dt, smh[g * N + j]);
+            double f = tu_h2f(c->dt, xh[r * N + j]);
+            if (c->smooth == SM_1D) f *= tu_h2f(c->dt, smh[c->mode == CHANNEL ? r % M : j]);
+            if (c->smooth == SM_GROUP) f *= tu_h2f(c->dt, smh[g * N + j]);
             v[r * N + j] = r32(f);
         }
     }

@@ -241,6 +241,22 @@ static inline void tu_free(tu_owned *t) {
     t->store = NULL;
 }
 
+/* ---- 16-bit floats (FLOAT16 through acl.h's converters; BF16 by its bits, nearest even, NaN kept) ---- */
+static inline float tu_h2f(int dt, uint16_t h) {
+    if (dt == ACL_FLOAT16) return aclFloat16ToFloat(h);
+    uint32_t b = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+}
+static inline uint16_t tu_f2h(int dt, float f) {
+    if (dt == ACL_FLOAT16) return aclFloatToFloat16(f);
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    if ((b & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((b >> 16) | 0x40); /* NaN stays NaN */
+    return (uint16_t)((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);
+}
+
 /* ---- random dtype data (fwd_ref.h's dtypes) ---- */
 /* v rounded to dtype, written at element i. */
 static inline void tu_put(int dtype, void *base, int64_t i, double v) {

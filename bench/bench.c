@@ -529,6 +529,7 @@ static void usage(FILE *f, const char *prog) {
     fprintf(f,
             "usage: %s [--quick] [--reps N] [--shape R,K,H,dtype]... [--forward] [--ceilings] [--arith] [--no-torch]\n"
             "          [--no-threads] [--markdown] [--bias] [--isa LIST|all] [--gating] [--gmm [--full|--tokens N]] [--swiglu] [--peak]\n"
+            "          [--experts[=MODEL] [--expert-shape H,F,E,k] [--tokens N]]\n"
             "  Times aclnnMoeFinalizeRoutingV2Grad (phase 1 + phase 2, mode 0, scales, random permutation)\n"
             "  against a %s-thread memcpy of the same bytes ((R*H + 2*R*K*H) * elemsize): ms and GB/s are the\n"
             "  best of N runs, ratio the median of N (operator, copy) pairs run back to back. Every \"memcpy\" or\n"
@@ -543,6 +544,11 @@ static void usage(FILE *f, const char *prog) {
             "  (run with MOEFR_SOC=ascend910b, which the bench sets) and bf16, against one GEMM of the same FLOPs\n"
             "  and the measured arithmetic peak (--peak); median of 3 repeats unless --reps; rows = tokens x top-k with 1024 tokens\n"
             "  (about 2 minutes on 2 cores), --quick: 256, --full: the issue's 8192 (about 15 minutes), --tokens N.\n"
+            "  --experts[=MODEL]: only bf16 aclnnGroupedMatmulV4 at real models' expert shapes (bench/experts.c):\n"
+            "  Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V2-Lite, DeepSeek-V3, gpt-oss-20b, Mixtral-8x7B (or those\n"
+            "  whose name contains MODEL; --expert-shape H,F,E,k: one shape of your own), gate+up and down; prefill\n"
+            "  (2048 tokens, --tokens N) forward, dX, dW against one dense GEMM and the measured peak; decode (1, 4,\n"
+            "  16, 64 tokens) against the measured read bandwidth. Median of 3 repeats (decode 15) unless --reps.\n"
             "  --peak: only the machine's arithmetic peak, measured (bench/peak.c): fp32 FMA and bf16 VDPBF16PS\n"
             "  GFLOP/s on one thread and on the library's thread count.\n"
             "  --swiglu: only aclnnSwiGlu and aclnnSwiGluGrad at x (16384, 2816) (bench/swiglu.c), fp32 and bf16,\n"
@@ -710,6 +716,9 @@ static int isa_compare(int argc, char **argv, const char *list) {
 }
 
 int moefr_bench_main(int argc, char **argv) {
+    int experts = 0, expert_shape_given = 0;
+    const char *experts_want = NULL;
+    int64_t expert_shape[4] = {0, 0, 0, 0};
     int gating = 0, gmm = 0, swiglu = 0, peak = 0, reps_given = 0, gmm_tokens = 0, quick = 0, routing = 0, forward = 0, torch = 1, threads_sweep = 1, nshapes = 0, ceilings = 0, arith = 0;
     const char *isa_list = NULL;
     int64_t shapes[32][4];
@@ -727,6 +736,19 @@ int moefr_bench_main(int argc, char **argv) {
         else if (strncmp(argv[i], "--routing=", 10) == 0) routing = atoi(argv[i] + 10);
         else if (strcmp(argv[i], "--gating") == 0) gating = 1;
         else if (strcmp(argv[i], "--gmm") == 0) gmm = 1;        /* bench/gmm.c */
+        else if (strcmp(argv[i], "--experts") == 0) experts = 1; /* bench/experts.c */
+        else if (strncmp(argv[i], "--experts=", 10) == 0) experts = 1, experts_want = argv[i] + 10;
+        else if (strcmp(argv[i], "--expert-shape") == 0 && i + 1 < argc) {
+            long long v[4];
+            if (sscanf(argv[++i], "%lld,%lld,%lld,%lld", &v[0], &v[1], &v[2], &v[3]) != 4 || v[0] < 1 || v[1] < 1 ||
+                v[2] < 1 || v[2] > 4096 || v[3] < 1 || v[3] > v[2]) {
+                fprintf(stderr, "%s: bad --expert-shape %s (want H,F,E,k: hidden, ffn, experts <= 4096, top-k <= E)\n",
+                        prog, argv[i]);
+                return 2;
+            }
+            for (int j = 0; j < 4; j++) expert_shape[j] = v[j];
+            expert_shape_given = experts = 1;
+        }
         else if (strcmp(argv[i], "--swiglu") == 0) swiglu = 1;  /* bench/swiglu.c */
         else if (strcmp(argv[i], "--peak") == 0) peak = 1;      /* bench/peak.c */
         else if (strcmp(argv[i], "--full") == 0) gmm_tokens = 8192; /* --gmm: the 8192 tokens */
@@ -761,6 +783,9 @@ int moefr_bench_main(int argc, char **argv) {
     }
     if (g_reps < 1) g_reps = 1;
     if (gating) return bench_gating(g_reps, g_markdown);
+    if (experts)
+        return bench_experts(experts_want, expert_shape_given ? expert_shape : NULL, gmm_tokens,
+                             reps_given ? g_reps : 0, g_markdown);
     if (peak) return print_peak();
     if (gmm || swiglu) {
         int rc = 0;

@@ -7,6 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "acl/acl.h"
+#include "aclnn/acl_meta.h"
+
 /* The whole benchmark, for bench/main.c and `moefr bench` (argv[0] is a program name). */
 int moefr_bench_main(int argc, char **argv);
 
@@ -15,6 +18,13 @@ double bench_now(void);
 /* Buffers as a CANN program gets them: aclrtMalloc with the huge-page hint. */
 void *bench_alloc(size_t n);
 void bench_free(void *p);
+/* An ND aclTensor over data: strides NULL for contiguous, storage the view's own extent. */
+aclTensor *bench_tensor(int nd, const int64_t *dims, const int64_t *strides, aclDataType dt, void *data);
+/* A one-tensor aclTensorList (it takes t). */
+aclTensorList *bench_list(aclTensor *t);
+/* n elements of random values in [-1, 1), exactly representable in dt (ACL_FLOAT, or 2-byte bf16 bits for
+ * any other dt), es bytes each: a 64 Ki-element block, repeated. */
+void bench_fill(char *p, int64_t n, aclDataType dt, size_t es);
 /* The fixed-seed generator (xorshift64) behind bench_permutation and bench.c's inputs. */
 uint32_t bench_rand(void);
 /* idx[0..n) = a random permutation of 0..n-1 (a fixed-seed generator). */
@@ -52,6 +62,19 @@ int bench_gating(int reps, int markdown);
  * and bf16, against one GEMM of the same FLOPs and the measured peak (peak.c); rows = tokens x top-k;
  * tokens 0: the default (1024), reps 0: the default (3). Sets MOEFR_SOC: call it first. */
 int bench_gmm(int64_t tokens, int reps, int markdown);
+/* gmm.c: one aclnnGroupedMatmulV4 call (splitItem 3, no bias or quant), both phases; the workspace is
+ * kept across calls and grown outside the timing. Seconds, or -1 (status printed with what);
+ * *cpu (may be NULL): the process's CPU seconds in it. bench_gmm_release frees the workspace. */
+double bench_gmm_call(const aclTensorList *x, const aclTensorList *w, const aclTensor *gl, int64_t groupType,
+                      int64_t groupListType, aclTensorList *y, double *cpu, const char *what);
+void bench_gmm_release(void);
+/* `--experts` (experts.c): bf16 GroupedMatmul at real models' expert shapes, prefill and decode, against
+ * the measured peak and read bandwidth. want: the models whose name contains it (NULL: all); shape
+ * {H, F, E, k}: that shape instead (NULL: the models); tokens 0: 2048; reps 0: 3. Sets MOEFR_SOC
+ * (unless set): call it before any operator runs. */
+int bench_experts(const char *want, const int64_t *shape, int64_t tokens, int reps, int markdown);
+/* The read-only bandwidth of `threads` threads over n fresh bytes (ceiling.c's read pattern), GB/s: the median of reps. */
+double bench_read_gbs(size_t n, int threads, int reps);
 /* `--swiglu` (swiglu.c): aclnnSwiGlu and aclnnSwiGluGrad, GB/s against a same-traffic memcpy;
  * quick: a quarter of the rows; reps 0: the default. */
 int bench_swiglu(int quick, int reps, int markdown);

@@ -280,3 +280,22 @@ done:
     bench_free(g), bench_free(x), bench_free(out), bench_free(inv);
     return rc;
 }
+
+double bench_read_gbs(size_t n, int threads, int reps) {
+    const size_t row = 4096;
+    const int64_t rows = (int64_t)(n / (2 * row));
+    char *buf = bench_alloc((size_t)rows * 2 * row);
+    if (!buf || rows < 1) {
+        bench_free(buf);
+        return 0;
+    }
+    memset(buf, 1, (size_t)rows * 2 * row); /* pages faulted in, out of the timing */
+    double t[64];
+    if (reps < 1) reps = 1;
+    if (reps > 64) reps = 64;
+    /* the read pattern with K = 1: row r of the first half, then row r of the second: every byte once */
+    pat_job j = {.pat = PAT_READ, .x = buf, .g = buf + (size_t)rows * row, .K = 1, .row = (int64_t)row};
+    for (int i = 0; i < reps; i++) t[i] = pat_once(j, rows, threads);
+    bench_free(buf);
+    return (double)rows * 2 * row / bench_median(t, reps) / 1e9;
+}

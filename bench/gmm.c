@@ -128,31 +128,6 @@ typedef struct gp {
 static void *g_ws;
 static uint64_t g_ws_size;
 
-static aclTensor *mk(int nd, const int64_t *dims, const int64_t *strides, aclDataType dt, void *data) {
-    int64_t st[3], n = 1;
-    for (int d = nd - 1; d >= 0; d--) st[d] = n, n *= dims[d];
-    return aclCreateTensor(dims, (uint64_t)nd, dt, strides ? strides : st, 0, ACL_FORMAT_ND, &n, 1, data);
-}
-static aclTensorList *one(aclTensor *t) { return aclCreateTensorList((const aclTensor *const *)&t, 1); }
-
-/* n elements of random values in [-1, 1), exactly representable in dt: a 64 Ki-element block, repeated. */
-static void fill(char *p, int64_t n, aclDataType dt, size_t es) {
-    const int64_t blk = n < 65536 ? n : 65536;
-    for (int64_t i = 0; i < blk; i++) {
-        const float v = (float)((int32_t)(bench_rand() >> 8) - (1 << 23)) * 0x1p-23f;
-        if (dt == ACL_FLOAT) {
-            memcpy(p + i * 4, &v, 4);
-        } else {
-            uint32_t u;
-            memcpy(&u, &v, 4);
-            const uint16_t h = (uint16_t)(u >> 16);
-            memcpy(p + i * 2, &h, 2);
-        }
-    }
-    for (int64_t i = blk; i < n; i += blk)
-        memcpy(p + (size_t)i * es, p, (size_t)(n - i < blk ? n - i : blk) * es);
-}
-
 static void gp_free(gp *p) {
     for (int r = 0; r < NROWS; r++) {
         if (p->in[r]) aclDestroyTensorList(p->in[r]);
@@ -179,34 +154,34 @@ static int gp_make(gp *p, int64_t E, int64_t M, int64_t K, int64_t N, aclDataTyp
     p->gl = bench_alloc((size_t)E * 8);
     p->gl1 = bench_alloc(8);
     if (!p->x || !p->w || !p->g || !p->y || !p->dx || !p->dw || !p->gl || !p->gl1) return -1;
-    fill(p->x, M * K, dt, es), fill(p->w, E * K * N, dt, es), fill(p->g, M * N, dt, es);
+    bench_fill(p->x, M * K, dt, es), bench_fill(p->w, E * K * N, dt, es), bench_fill(p->g, M * N, dt, es);
     /* fault the outputs' pages in before timing */
     memset(p->y, 0, (size_t)(M * N) * es), memset(p->dx, 0, (size_t)(M * K) * es);
     memset(p->dw, 0, (size_t)(E * K * N) * es);
     for (int64_t e = 0; e < E; e++) p->gl[e] = (e + 1) * (M / E); /* equal groups, cumulative ends */
     p->gl1[0] = M;
     const int64_t dE[1] = {E}, d1[1] = {1};
-    p->tgl = mk(1, dE, NULL, ACL_INT64, p->gl);
-    p->tgl1 = mk(1, d1, NULL, ACL_INT64, p->gl1);
+    p->tgl = bench_tensor(1, dE, NULL, ACL_INT64, p->gl);
+    p->tgl1 = bench_tensor(1, d1, NULL, ACL_INT64, p->gl1);
     const int64_t dMK[2] = {M, K}, dMN[2] = {M, N}, dEKN[3] = {E, K, N}, d1KN[3] = {1, K, N};
     /* one GEMM: W[0] as a (1, K, N) weight; out y */
-    p->in[ROW_REF] = one(mk(2, dMK, NULL, dt, p->x));
-    p->wt[ROW_REF] = one(mk(3, d1KN, NULL, dt, p->w));
-    p->out[ROW_REF] = one(mk(2, dMN, NULL, dt, p->y));
+    p->in[ROW_REF] = bench_list(bench_tensor(2, dMK, NULL, dt, p->x));
+    p->wt[ROW_REF] = bench_list(bench_tensor(3, d1KN, NULL, dt, p->w));
+    p->out[ROW_REF] = bench_list(bench_tensor(2, dMN, NULL, dt, p->y));
     /* forward */
-    p->in[ROW_FWD] = one(mk(2, dMK, NULL, dt, p->x));
-    p->wt[ROW_FWD] = one(mk(3, dEKN, NULL, dt, p->w));
-    p->out[ROW_FWD] = one(mk(2, dMN, NULL, dt, p->y));
+    p->in[ROW_FWD] = bench_list(bench_tensor(2, dMK, NULL, dt, p->x));
+    p->wt[ROW_FWD] = bench_list(bench_tensor(3, dEKN, NULL, dt, p->w));
+    p->out[ROW_FWD] = bench_list(bench_tensor(2, dMN, NULL, dt, p->y));
     /* dX: grad (M, N) @ W^T, W^T (E, N, K) over W's (E, K, N) storage */
     const int64_t dENK[3] = {E, N, K}, sENK[3] = {K * N, 1, N};
-    p->in[ROW_DX] = one(mk(2, dMN, NULL, dt, p->g));
-    p->wt[ROW_DX] = one(mk(3, dENK, sENK, dt, p->w));
-    p->out[ROW_DX] = one(mk(2, dMK, NULL, dt, p->dx));
+    p->in[ROW_DX] = bench_list(bench_tensor(2, dMN, NULL, dt, p->g));
+    p->wt[ROW_DX] = bench_list(bench_tensor(3, dENK, sENK, dt, p->w));
+    p->out[ROW_DX] = bench_list(bench_tensor(2, dMK, NULL, dt, p->dx));
     /* dW: x^T (K, M) over x's (M, K) storage, split along M; weight grad (M, N); out (E, K, N) */
     const int64_t dKM[2] = {K, M}, sKM[2] = {1, K};
-    p->in[ROW_DW] = one(mk(2, dKM, sKM, dt, p->x));
-    p->wt[ROW_DW] = one(mk(2, dMN, NULL, dt, p->g));
-    p->out[ROW_DW] = one(mk(3, dEKN, NULL, dt, p->dw));
+    p->in[ROW_DW] = bench_list(bench_tensor(2, dKM, sKM, dt, p->x));
+    p->wt[ROW_DW] = bench_list(bench_tensor(2, dMN, NULL, dt, p->g));
+    p->out[ROW_DW] = bench_list(bench_tensor(3, dEKN, NULL, dt, p->dw));
     for (int r = 0; r < NROWS; r++)
         if (!p->in[r] || !p->wt[r] || !p->out[r]) return -1;
     return 0;
@@ -218,33 +193,43 @@ static double cpu_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Both phases of one call; seconds, or -1 (status printed); *cpu: the process's CPU seconds in it. */
-static double gp_run(gp *p, int row, double *cpu) {
-    uint64_t w = 0;
+double bench_gmm_call(const aclTensorList *x, const aclTensorList *w, const aclTensor *gl, int64_t groupType,
+                      int64_t groupListType, aclTensorList *y, double *cpu, const char *what) {
+    uint64_t n = 0;
     aclOpExecutor *ex = NULL;
-    const int64_t gt = row == ROW_DW ? 2 : 0;
     double c0 = cpu_s(), t0 = bench_now();
-    aclnnStatus rc = aclnnGroupedMatmulV4GetWorkspaceSize(p->in[row], p->wt[row], NULL, NULL, NULL, NULL, NULL, NULL,
-                                                          row == ROW_REF ? p->tgl1 : p->tgl, NULL, NULL, NULL, 3, gt,
-                                                          0, 0, p->out[row], NULL, NULL, &w, &ex);
-    if (rc == ACLNN_SUCCESS && w > g_ws_size) { /* a CANN program keeps its workspace: grown outside the timing */
+    aclnnStatus rc = aclnnGroupedMatmulV4GetWorkspaceSize(x, w, NULL, NULL, NULL, NULL, NULL, NULL, gl, NULL, NULL,
+                                                          NULL, 3, groupType, groupListType, 0, y, NULL, NULL, &n, &ex);
+    if (rc == ACLNN_SUCCESS && n > g_ws_size) { /* a CANN program keeps its workspace: grown outside the timing */
         const double t1 = bench_now(), c1 = cpu_s();
         bench_free(g_ws);
-        g_ws = bench_alloc(w);
-        g_ws_size = g_ws ? w : 0;
-        if (g_ws) memset(g_ws, 0, w);
+        g_ws = bench_alloc(n);
+        g_ws_size = g_ws ? n : 0;
+        if (g_ws) memset(g_ws, 0, n);
         t0 += bench_now() - t1;
         c0 += cpu_s() - c1;
     }
-    if (rc == ACLNN_SUCCESS) rc = aclnnGroupedMatmulV4(g_ws, w, ex, NULL);
+    if (rc == ACLNN_SUCCESS) rc = aclnnGroupedMatmulV4(g_ws, n, ex, NULL);
     const double t = bench_now() - t0;
-    *cpu = cpu_s() - c0;
+    if (cpu) *cpu = cpu_s() - c0;
     if (rc != ACLNN_SUCCESS) {
-        fprintf(stderr, "bench --gmm: %s %s: status %d: %s\n", ROW_NAME[row], p->dt == ACL_FLOAT ? "fp32" : "bf16", rc,
-                aclGetRecentErrMsg());
+        fprintf(stderr, "bench: aclnnGroupedMatmulV4 (%s): status %d: %s\n", what, rc, aclGetRecentErrMsg());
         return -1;
     }
     return t;
+}
+
+void bench_gmm_release(void) {
+    bench_free(g_ws);
+    g_ws = NULL, g_ws_size = 0;
+}
+
+/* Both phases of one call; seconds, or -1 (status printed); *cpu: the process's CPU seconds in it. */
+static double gp_run(gp *p, int row, double *cpu) {
+    char what[32];
+    snprintf(what, sizeof what, "%s %s", ROW_NAME[row], p->dt == ACL_FLOAT ? "fp32" : "bf16");
+    return bench_gmm_call(p->in[row], p->wt[row], row == ROW_REF ? p->tgl1 : p->tgl, row == ROW_DW ? 2 : 0, 0,
+                          p->out[row], cpu, what);
 }
 
 
@@ -378,7 +363,6 @@ int bench_gmm(int64_t tokens, int reps, int markdown) {
             fails += gemm_rows(&s, "down", s.F, s.H, dt, reps, &pk, markdown);
         }
     }
-    bench_free(g_ws);
-    g_ws = NULL, g_ws_size = 0;
+    bench_gmm_release();
     return fails ? 1 : 0;
 }

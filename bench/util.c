@@ -104,6 +104,14 @@ void bench_free(void *p) {
     if (p) aclrtFree(p);
 }
 
+aclTensor *bench_tensor(int nd, const int64_t *dims, const int64_t *strides, aclDataType dt, void *data) {
+    int64_t st[8], n = 1;
+    if (nd < 0 || nd > 8) return NULL;
+    for (int d = nd - 1; d >= 0; d--) st[d] = n, n *= dims[d];
+    return aclCreateTensor(dims, (uint64_t)nd, dt, strides ? strides : st, 0, ACL_FORMAT_ND, &n, 1, data);
+}
+aclTensorList *bench_list(aclTensor *t) { return aclCreateTensorList((const aclTensor *const *)&t, 1); }
+
 static uint64_t g_rng = 88172645463325252ull;
 uint32_t bench_rand(void) {
     g_rng ^= g_rng << 13, g_rng ^= g_rng >> 7, g_rng ^= g_rng << 17;
@@ -116,6 +124,23 @@ void bench_permutation(int32_t *idx, int64_t n) {
         int32_t t = idx[i];
         idx[i] = idx[j], idx[j] = t;
     }
+}
+
+void bench_fill(char *p, int64_t n, aclDataType dt, size_t es) {
+    const int64_t blk = n < 65536 ? n : 65536;
+    for (int64_t i = 0; i < blk; i++) {
+        const float v = (float)((int32_t)(bench_rand() >> 8) - (1 << 23)) * 0x1p-23f;
+        if (dt == ACL_FLOAT) {
+            memcpy(p + i * 4, &v, 4);
+        } else {
+            uint32_t u;
+            memcpy(&u, &v, 4);
+            const uint16_t h = (uint16_t)(u >> 16);
+            memcpy(p + i * 2, &h, 2);
+        }
+    }
+    for (int64_t i = blk; i < n; i += blk)
+        memcpy(p + (size_t)i * es, p, (size_t)(n - i < blk ? n - i : blk) * es);
 }
 
 /* ---- the CPU, as /proc/cpuinfo names it ---- */

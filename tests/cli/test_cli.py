@@ -624,6 +624,22 @@ def test_misc():
     ov = [ln for ln in so.splitlines() if "rows pattern" in ln and "hidden" in ln]
     if len(ov) != 2 or not all(float(ln.split("in one loop")[1].split()[0]) > 0 for ln in ov):
         fail(f"bench --arith overlap: {ov!r}: {so[-600:]!r}")
+    # bench --experts on a shape of our own: four prefill rows and four decode rows per GEMM, each
+    # with a positive rate; the decode rows' touched experts between 1 and E; a bad shape is refused
+    rc, so, se = run(["bench", "--experts", "--expert-shape", "96,40,5,2", "--tokens", "37", "--reps", "1"])
+    pre = [ln for ln in so.splitlines() if " prefill " in ln and "GFLOP/s" in ln]
+    dec = [ln for ln in so.splitlines() if " decode " in ln and "GB/s" in ln]
+    touched = [float(ln.split("(")[1].split()[0]) for ln in dec]
+    if (rc != 0 or len(pre) != 8 or len(dec) != 8 or not all(float(ln.split("GFLOP/s")[0].split()[-1]) > 0
+                                                             for ln in pre + dec)
+            or not all(1 <= t <= 5 for t in touched)):
+        fail(f"bench --experts: exit {rc}, {len(pre)} prefill and {len(dec)} decode rows: {so[-900:]!r} {se!r}")
+    rc, so, se = run(["bench", "--experts", "--expert-shape", "33,17,3,4"])
+    if rc != 2 or "bad --expert-shape" not in se:
+        fail(f"bench --experts with top-k > E: exit {rc}: {se!r}")
+    rc, so, se = run(["bench", "--experts=no-such-model", "--reps", "1"])
+    if rc != 2 or "no model matches" not in se:
+        fail(f"bench --experts=no-such-model: exit {rc}: {se!r}")
     # -v: timing and kernel path, either before or after the command
     d = new_case()
     gy = rand_values((3, 5), "f32")

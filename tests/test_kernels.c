@@ -341,6 +341,47 @@ static int expect_refused(void) {
     return g_fail != 0;
 }
 
+/* gemv (gbody.h) against a plain loop of C's fmaf in k order, bit for bit (NaN as NaN): rows 1 to
+ * MF_GEMV_ROWS, widths and K that are and are not multiples of the vector width and of the 4-row step,
+ * weight rows padded (ws > n), x rows padded (ldx > K), c rows padded (ldc > n) and left alone there. */
+static void check_gemv(const mf_ukernels *t, const char *tname, int dt) {
+    static const size_t ns[] = {0, 1, 5, 15, 16, 17, 31, 33, 64, 100, 1029};
+    static const size_t ks[] = {0, 1, 3, 4, 5, 8, 9, 37, 130};
+    for (size_t rows = 1; rows <= MF_GEMV_ROWS; rows++)
+        for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++)
+            for (size_t b = 0; b < sizeof ks / sizeof ks[0]; b++) {
+                if ((rows + a + b) % 3 && ns[a] > 100) continue; /* the wide case on a third of the pairs */
+                const size_t n = ns[a], K = ks[b], ws = n + 3, ldx = K + 2, ldc = n + 5;
+                float *x = malloc((rows * ldx + 1) * 4), *c = malloc((rows * ldc + 1) * 4);
+                float *want = malloc((rows * ldc + 1) * 4);
+                char *w = malloc((K * ws + 1) * esz(dt));
+                if (!x || !c || !want || !w) {
+                    FAIL("gemv: out of memory");
+                    exit(1);
+                }
+                g_mode = (int)((rows + n + K) % 4 == 0 ? 0 : 1);
+                for (size_t i = 0; i < rows * ldx; i++) x[i] = rnd_val(MF_F32);
+                for (size_t i = 0; i < K * ws; i++) put(dt, w, i, rnd_val(dt));
+                for (size_t i = 0; i < rows * ldc; i++) c[i] = want[i] = rnd_val(MF_F32);
+                for (size_t r = 0; r < rows; r++)
+                    for (size_t j = 0; j < n; j++) {
+                        float acc = want[r * ldc + j];
+                        for (size_t k = 0; k < K; k++) acc = fmaf(x[r * ldx + k], get(dt, w, k * ws + j), acc);
+                        want[r * ldc + j] = acc;
+                    }
+                t->gemv[dt](rows, n, K, x, ldx, w, ws, c, ldc);
+                for (size_t i = 0; i < rows * ldc; i++) {
+                    const int same = u_of(c[i]) == u_of(want[i]) || (isnan(c[i]) && isnan(want[i]));
+                    if (!same) {
+                        FAIL("%s gemv %s rows %zu n %zu K %zu: c[%zu] = %a, want %a", tname, dtn[dt], rows, n, K, i,
+                             (double)c[i], (double)want[i]);
+                        break;
+                    }
+                }
+                free(x), free(c), free(want), free(w);
+            }
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--expect-refused") == 0) return expect_refused();
     const char *seed_env = getenv("MOEFR_TEST_SEED");
@@ -384,6 +425,7 @@ int main(int argc, char **argv) {
                     g_mode = (int)((sizes[si] + mis) % 3);
                     check_table(tabs[ti].t, tabs[ti].name, dt, sizes[si], mis);
                 }
+        for (int dt = 0; dt < MF_NUM_DT; dt++) check_gemv(tabs[ti].t, tabs[ti].name, dt);
         printf("test_kernels: %s checked\n", tabs[ti].name);
         ran++;
     }

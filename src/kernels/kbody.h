@@ -12,6 +12,8 @@
 
 #include <string.h>
 
+#include "kernels/gbody.h"
+
 /* The backward loads g, x and b with vf_ldp: on AVX2 bf16 that is the even /
  * odd split, which widens 16 elements with a shift and a mask instead of two
  * zero-extensions. A lane still sums one element position (j % 16) of every
@@ -382,6 +384,7 @@ static void k_copy(void *dst, const void *src, size_t bytes, int nt) {
      {k_multi_f32, k_multi_f16, k_multi_bf16},                                                \
      {k_rows_f32, k_rows_f16, k_rows_bf16},                                                   \
      k_copy,                                                                                  \
-     v_fence}
+     v_fence,                                                                                 \
+     {g_gemv_f32, g_gemv_f16, g_gemv_bf16}}
 
 #endif /* MOEFR_KERNELS_KBODY_H_ */

@@ -14,6 +14,8 @@ typedef enum { MF_F32 = 0, MF_F16 = 1, MF_BF16 = 2, MF_NUM_DT = 3 } mf_dt;
 /* gradScales' fp32 blocks (kbody.h MF_K_BLOCK): row pieces start at multiples. */
 #define MF_DOT_SPLIT 128
 #define MF_ROWS 4
+/* GroupedMatmul's groups of at most this many rows stream their weight (gemv below). */
+#define MF_GEMV_ROWS 8
 
 typedef struct mf_ukernels {
     const char *isa;
@@ -46,6 +48,12 @@ typedef struct mf_ukernels {
     void (*copy)(void *dst, const void *src, size_t bytes, int nt);
     /* Orders earlier streaming stores before later stores (sfence on x86). */
     void (*fence)(void);
+    /* GroupedMatmul's groups of at most MF_GEMV_ROWS rows (gbody.h): c (rows x n, row stride ldc, fp32)
+     * += x (rows x K fp32, row stride ldx) @ w (K x n of this dtype, row stride ws elements, unit
+     * column stride), each element's products added in k order with one fma each: the same bits on
+     * every table. */
+    void (*gemv[MF_NUM_DT])(size_t rows, size_t n, size_t K, const float *x, size_t ldx, const void *w,
+                            size_t ws, float *c, size_t ldc);
 } mf_ukernels;
 
 extern const mf_ukernels mf_ukernels_scalar;

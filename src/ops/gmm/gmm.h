@@ -46,7 +46,8 @@ typedef struct gmm_plan {
     int64_t mrows;      /* the most rows a group can have (bounds a tile's rows) */
     int64_t kmax;       /* the largest K of a group */
     bool pack_a, pack_b; /* some x / weight cannot go to the BLAS in place (16-bit or general strides) */
-    int64_t sm, sn;     /* a tile's rows and columns at most: scratch is C (sm x sn), A (sm x kmax), B (kmax x sn) */
+    int64_t sm, sn;     /* a tile's rows and columns at most: scratch is C (cf), A (sm x kmax), B (kmax x sn) */
+    int64_t cf;         /* C's floats: sm x sn, or more for the streamed tiles of a few rows (gmm_run.c) */
     int64_t scratch;    /* floats of scratch per worker */
     int workers;        /* scratch areas in the workspace */
     int64_t gl[GMM_MAX_LIST]; /* V1/V2 group list values (int_array) */

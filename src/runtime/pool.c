@@ -24,7 +24,8 @@ static pthread_mutex_t g_busy = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_wake = PTHREAD_COND_INITIALIZER, g_done = PTHREAD_COND_INITIALIZER;
 static uint64_t g_gen;
-static int g_active;
+static int g_active;  /* workers that joined the current loop and have not finished it */
+static bool g_open;   /* the current loop still takes workers (its caller has not run out of chunks) */
 static mf_range_fn g_fn;
 static void *g_ctx;
 static int64_t g_n, g_chunk;
@@ -67,6 +68,8 @@ static void *worker(void *arg) {
     for (;;) {
         while (g_gen == seen) pthread_cond_wait(&g_wake, &g_mu);
         seen = g_gen;
+        if (!g_open) continue; /* woke after its caller had done every chunk: nothing left to join */
+        g_active++;
         pthread_mutex_unlock(&g_mu);
         run_chunks();
         pthread_mutex_lock(&g_mu);
@@ -84,6 +87,7 @@ static void after_fork_child(void) {
     g_started = false;
     g_workers = 0;
     g_active = 0;
+    g_open = false;
     tl_worker = false;
 }
 
@@ -145,14 +149,19 @@ void mf_parallel_for(int64_t n, mf_range_fn fn, void *ctx, int64_t serial_below)
     g_n = n;
     g_chunk = chunk < 1 ? 1 : chunk;
     atomic_store_explicit(&g_next, 0, memory_order_relaxed);
-    g_active = g_workers;
+    g_active = 0;
+    g_open = true;
     g_gen++;
     pthread_cond_broadcast(&g_wake);
     pthread_mutex_unlock(&g_mu);
     tl_worker = true;
     run_chunks();
     tl_worker = false;
+    /* Every chunk is taken: workers that have not woken yet stay out of this loop, so a short
+     * loop does not wait for a wake-up (30-60 us on the AVX2 EPYC VM: a 1-token GroupedMatmul
+     * took 43-75 us on two threads, 12-15 on one); those that joined are waited for. */
     pthread_mutex_lock(&g_mu);
+    g_open = false;
     while (g_active > 0) pthread_cond_wait(&g_done, &g_mu);
     pthread_mutex_unlock(&g_mu);
     pthread_mutex_unlock(&g_busy);

@@ -716,9 +716,9 @@ aclnnStatus mf_gmm_run(const void *plan, const aclTensor *const *t, void *worksp
     first[0] = 0;
     for (int64_t i = 0; i < p->E; i++) {
         const gmm_group *q = &g[i];
+        const int64_t nt = group_nt(p, &c.sh, q);
         const int64_t tiles = q->m > 0 && q->n > 0 && (q->k > 0 || (q->zero && !p->accumulate))
-                                  ? ((q->m + c.sh.mt - 1) / c.sh.mt) * ((q->n + group_nt(p, &c.sh, q) - 1) /
-                                                                        group_nt(p, &c.sh, q))
+                                  ? ((q->m + c.sh.mt - 1) / c.sh.mt) * ((q->n + nt - 1) / nt)
                                   : 0;
         first[i + 1] = first[i] + tiles;
     }
